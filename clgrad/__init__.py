@@ -1,0 +1,51 @@
+"""clgrad: PyTorch's API on any OpenCL device. ``import clgrad as torch``."""
+from __future__ import annotations
+
+__version__ = "0.1.0"
+
+from . import dtypes as _dtypes
+from .dtypes import (  # noqa: F401
+    bool, dtype, float16, float32, float64, int8, int16, int32, int64, uint8,
+    get_default_dtype, set_default_dtype, promote_types,
+)
+from .dtypes import result_type as _result_type
+from .device import device, get_default_device, set_default_device  # noqa: F401
+from .tensor import Tensor, Size, _bind_methods  # noqa: F401
+from .backends.opencl.allocator import OutOfMemoryError  # noqa: F401
+from .ops.creation import (  # noqa: F401
+    tensor, as_tensor, from_numpy, empty, zeros, ones, full, arange, linspace, eye,
+    empty_like, zeros_like, ones_like, full_like,
+)
+from .ops.math import FUNCS as _FUNCS, add, sub, div, where, clamp, rsub  # noqa: F401
+from .ops.shape import (  # noqa: F401
+    view as _view, reshape, permute, transpose, expand as _expand, squeeze, unsqueeze, flatten, narrow, select,
+    as_strided, t_ as t,
+)
+from .ops.views import broadcast_shapes  # noqa: F401
+from . import opencl  # noqa: F401
+from .ops.reduction import *  # noqa: F401,F403
+from .ops.linalg import *  # noqa: F401,F403
+from .random import *  # noqa: F401,F403
+
+_bind_methods()
+globals().update(_FUNCS)
+float, double, half, long, int, short = float32, float64, float16, int64, int32, int16  # noqa: A001
+multiply, subtract, divide, true_divide, clip = mul, sub, div, div, clamp  # noqa: F821
+absolute, negative, greater, less, not_equal = abs, neg, gt, lt, ne  # noqa: F821
+
+
+def result_type(tensor1, tensor2):
+    """The dtype an op on ``tensor1`` and ``tensor2`` produces: ``clgrad.result_type(x, 2.5)``."""
+    return _result_type(tensor1, tensor2)
+
+
+def is_tensor(obj):
+    return isinstance(obj, Tensor)
+
+
+def numel(t) -> int:
+    return t.numel()
+
+
+def synchronize() -> None:
+    opencl.synchronize()

@@ -1,0 +1,76 @@
+"""The reference backend: host memory through numpy. Storage is a 1-D numpy array, so
+``from_numpy`` and ``.numpy()`` share memory with the caller."""
+from __future__ import annotations
+
+import numpy as np
+
+from .. import dtypes as D
+from ..device import CPU
+from ..storage import Storage
+from .cpu_matmul import CPUMatmul
+from .cpu_random import CPURandom
+from .cpu_reduce import CPUReduce
+from .ewtable import OPS
+
+
+def view_of(t) -> np.ndarray:
+    """A numpy view (shared memory, writeable) of a cpu tensor."""
+    st = t._storage
+    if t.numel() == 0:
+        return np.empty(t.shape, st.dtype.np)
+    item = st.dtype.itemsize
+    return np.ndarray(
+        t.shape, st.dtype.np, buffer=st.data, offset=t._offset * item, strides=tuple(s * item for s in t._strides)
+    )
+
+
+def compute_np(d: D.dtype) -> np.dtype:
+    """numpy dtype that arithmetic runs in: float16 computes in float32, as on OpenCL."""
+    return np.dtype(np.float32) if d is D.float16 else d.np
+
+
+def cast(values: np.ndarray, to: D.dtype) -> np.ndarray:
+    """Convert computed values to ``to`` exactly as the OpenCL kernels' store does."""
+    values = np.asarray(values)
+    if to is D.bool:
+        return values != 0
+    if values.dtype.kind == "f" and to.kind in "iu" and to is not D.int64:
+        # C leaves float -> small int of out-of-range values undefined; go through int64 everywhere
+        with np.errstate(invalid="ignore"):
+            return values.astype(np.int64).astype(to.np)
+    with np.errstate(invalid="ignore", over="ignore"):
+        return values.astype(to.np)
+
+
+class CPUBackend(CPUReduce, CPUMatmul, CPURandom):
+    name = "cpu"
+
+    def empty(self, dev, dt: D.dtype, size: int) -> Storage:
+        return Storage(CPU, dt, size, np.empty(size, dt.np))
+
+    def wrap(self, flat: np.ndarray, dt: D.dtype) -> Storage:
+        """Storage that shares memory with a 1-D numpy array."""
+        return Storage(CPU, dt, flat.shape[0], flat)
+
+    def write(self, storage: Storage, host: np.ndarray) -> None:
+        storage.data[: host.size] = host.reshape(-1)
+
+    def read(self, t) -> np.ndarray:
+        return np.array(view_of(t), copy=True)
+
+    def elementwise(self, op: str, out, inputs, compute: D.dtype) -> None:
+        if out.numel() == 0:
+            return
+        entry = OPS[op]
+        cnp = compute_np(compute)
+        arrays = []
+        for k, x in enumerate(inputs):
+            want = np.bool_ if k in entry.bool_args else cnp
+            arr = view_of(x) if hasattr(x, "_storage") else np.array(x)
+            arrays.append(arr.astype(want, copy=False))
+        with np.errstate(all="ignore"):
+            result = entry.np(*arrays)
+        np.copyto(view_of(out), cast(result, out.dtype), casting="unsafe")
+
+    def synchronize(self, dev=None) -> None:
+        pass

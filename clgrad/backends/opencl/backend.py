@@ -1,0 +1,167 @@
+"""The OpenCL backend: the primitives as launches of kernels rendered from ``clgrad/kernels``."""
+from __future__ import annotations
+
+import numpy as np
+
+from ... import dtypes as D
+from ...device import device
+from ...storage import Storage
+from ..ewtable import OPS
+from . import programs, runtime
+from .matmul import CLMatmul
+from .random import CLRandom
+from .reduce import CLReduce
+
+INT32_MAX = 2**31 - 1
+
+
+def coalesce(shape, strides_list):
+    """Drop size-1 dims and merge dims that are contiguous for every operand.
+
+    Returns (shape, strides_list) with as few dims as possible (at least one), so that kernels are
+    rendered for few distinct ``ndim`` values and index math stays cheap.
+    """
+    dims = [d for d, n in enumerate(shape) if n != 1]
+    new_shape = [shape[d] for d in dims] or [1]
+    new_strides = [[st[d] for d in dims] or [1] for st in strides_list]
+    d = len(new_shape) - 1
+    while d > 0:
+        if all(st[d - 1] == st[d] * new_shape[d] for st in new_strides):
+            new_shape[d - 1] *= new_shape[d]
+            del new_shape[d]
+            for st in new_strides:
+                st[d - 1] = st[d]
+                del st[d]
+        d -= 1
+    return new_shape, new_strides
+
+
+def _is_contig(shape, strides) -> bool:
+    expect = 1
+    for n, s in zip(reversed(shape), reversed(strides)):
+        if n != 1 and s != expect:
+            return False
+        expect *= n
+    return True
+
+
+def launch_size(dev: runtime.CLDevice, n: int, local: int = 256):
+    """One work-item per element. CPU devices pick their own local size (PoCL is fastest that way);
+    GPUs get a fixed work-group and a rounded-up global size (kernels guard the tail)."""
+    if dev.rank >= 2:
+        return (n,), None
+    return (-(-n // local) * local,), (local,)
+
+
+class OpenCLBackend(CLReduce, CLMatmul, CLRandom):
+    name = "opencl"
+
+    @staticmethod
+    def dev(t) -> runtime.CLDevice:
+        return runtime.get(t.device.index)
+
+    def check_dtype(self, dev: runtime.CLDevice, dt: D.dtype) -> None:
+        if dt is D.float64 and not dev.props.fp64:
+            raise TypeError(
+                f"float64 is not supported on opencl:{dev.index} ({dev.props.name}): the device lacks the "
+                "cl_khr_fp64 extension. Use float32, or a device that has cl_khr_fp64."
+            )
+
+    def empty(self, d: device, dt: D.dtype, size: int) -> Storage:
+        dev = runtime.get(d.index)
+        self.check_dtype(dev, dt)
+        if size == 0:
+            return Storage(d, dt, 0, None)
+        alloc = dev.allocator
+        buf, rounded = alloc.malloc(size * dt.itemsize)
+        return Storage(d, dt, size, buf, lambda: alloc.free(buf, rounded))
+
+    def write(self, storage: Storage, host: np.ndarray) -> None:
+        import pyopencl as cl
+
+        if host.size == 0:
+            return
+        dev = runtime.get(storage.device.index)
+        # blocking: the caller may reuse or mutate its host array as soon as we return
+        cl.enqueue_copy(dev.queue, storage.data, np.ascontiguousarray(host), is_blocking=True)
+
+    def read(self, t) -> np.ndarray:
+        import pyopencl as cl
+
+        if not t.is_contiguous():
+            t = t.contiguous()
+        host = np.empty(t.shape, t.dtype.np)
+        if host.size:
+            dev = self.dev(t)
+            cl.enqueue_copy(dev.queue, host, t._storage.data, src_offset=t._offset * t.dtype.itemsize, is_blocking=True)
+        return host
+
+    def synchronize(self, d: device | None = None) -> None:
+        devs = [runtime.get(d.index)] if d is not None else runtime.devices()
+        for dev in devs:
+            if dev._queue is not None:
+                dev.queue.finish()
+
+    def elementwise(self, op: str, out, inputs, compute: D.dtype) -> None:
+        n = out.numel()
+        if n == 0:
+            return
+        dev = self.dev(out)
+        self.check_dtype(dev, compute)
+        entry = OPS[op]
+        tensors = [x for x in inputs if hasattr(x, "_storage")]
+        shape, strides = coalesce(out.shape, [out._strides] + [x._strides for x in tensors])
+        big = max([n] + [x._storage.size for x in tensors] + [out._storage.size]) > INT32_MAX
+        idx_np = np.int64 if big else np.int32
+        compute_ctype = compute.compute_ctype
+        ndim = len(shape)
+
+        arg_desc, arg_dtypes, values = [], [None, idx_np], [out._storage.data, out._offset]
+        out_contig = _is_contig(shape, strides[0])
+        if not out_contig:
+            arg_dtypes += [idx_np] * ndim
+            values += strides[0]
+        ti = 1
+        for k, x in enumerate(inputs):
+            load_t = "bool" if k in entry.bool_args else compute_ctype
+            if hasattr(x, "_storage"):
+                st = strides[ti]
+                ti += 1
+                contig = _is_contig(shape, st)
+                arg_desc.append((False, x.dtype.ctype, load_t, contig))
+                arg_dtypes += [None, idx_np]
+                values += [x._storage.data, x._offset]
+                if not contig:
+                    arg_dtypes += [idx_np] * ndim
+                    values += st
+            else:
+                scalar_np = np.dtype(np.uint8) if load_t == "bool" else np.dtype(np.float32 if compute is D.float16 else compute.np)
+                arg_desc.append((True, None, load_t, True))
+                arg_dtypes.append(scalar_np)
+                with np.errstate(all="ignore"):
+                    values.append(np.array(x).astype(scalar_np)[()])
+        strided = (not out_contig) or any(not a[0] and not a[3] for a in arg_desc)
+        if strided:
+            arg_dtypes += [idx_np] * ndim
+            values += shape
+        arg_dtypes.append(idx_np)
+        values.append(n)
+
+        out_dt = out.dtype
+        if out_dt is D.float16:
+            out_cast = "half"
+        elif out_dt is D.bool:
+            out_cast = "bool"
+        elif compute.kind == "f" and not entry.predicate and out_dt.kind in "iu" and out_dt is not D.int64:
+            out_cast = "float_to_small_int"
+        else:
+            out_cast = "plain"
+        integral = compute.kind != "f"
+        params = dict(
+            compute=compute_ctype, integral=integral, expr=entry.c_expr(integral), args=tuple(arg_desc),
+            out_ctype=out_dt.ctype, out_contig=out_contig, out_cast=out_cast, ndim=ndim,
+            idx_t="long" if big else "int", fp64=D.float64 in (compute, out_dt) or any(x.dtype is D.float64 for x in tensors),
+        )
+        kernel = programs.get_kernel(dev, "elementwise", f"{op}_{compute_ctype}", tuple(arg_dtypes), params)
+        gsize, lsize = launch_size(dev, n)
+        kernel(dev.queue, gsize, lsize, *values)

@@ -1,0 +1,169 @@
+"""Dtypes, type promotion (identical to ``torch.result_type``) and their numpy / OpenCL C names."""
+from __future__ import annotations
+
+import builtins
+
+import numpy as np
+
+
+class dtype:
+    """A tensor element type. Instances are singletons such as ``clgrad.float32``."""
+
+    __slots__ = ("name", "np", "ctype", "kind", "itemsize")
+
+    def __init__(self, name: str, np_dtype, ctype: str, kind: str):
+        self.name = name
+        self.np = np.dtype(np_dtype)
+        self.ctype = ctype  # OpenCL C storage type
+        self.kind = kind  # 'b' bool, 'u' unsigned int, 'i' signed int, 'f' float
+        self.itemsize = self.np.itemsize
+
+    @property
+    def is_floating_point(self) -> bool:
+        return self.kind == "f"
+
+    @property
+    def is_signed(self) -> bool:
+        return self.kind in "if"
+
+    @property
+    def is_complex(self) -> bool:
+        return False
+
+    @property
+    def compute_ctype(self) -> str:
+        """The C type arithmetic happens in: half is stored as half but computed in float."""
+        return "float" if self.ctype == "half" else self.ctype
+
+    def __repr__(self) -> str:
+        return f"clgrad.{self.name}"
+
+    def __reduce__(self):
+        return self.name
+
+
+bool = dtype("bool", np.bool_, "uchar", "b")  # noqa: A001 - mirrors torch.bool
+uint8 = dtype("uint8", np.uint8, "uchar", "u")
+int8 = dtype("int8", np.int8, "char", "i")
+int16 = dtype("int16", np.int16, "short", "i")
+int32 = dtype("int32", np.int32, "int", "i")
+int64 = dtype("int64", np.int64, "long", "i")
+float16 = dtype("float16", np.float16, "half", "f")
+float32 = dtype("float32", np.float32, "float", "f")
+float64 = dtype("float64", np.float64, "double", "f")
+
+ALL = (bool, uint8, int8, int16, int32, int64, float16, float32, float64)
+ALIASES = {
+    "float": float32, "double": float64, "half": float16, "long": int64,
+    "int": int32, "short": int16, "bool_": bool,
+}
+_BY_NAME = {d.name: d for d in ALL} | ALIASES
+_BY_NP = {d.np: d for d in ALL}
+
+_default_float = float32
+
+
+def get_default_dtype() -> dtype:
+    return _default_float
+
+
+def set_default_dtype(d: dtype) -> None:
+    """Set the dtype of float tensors created from Python floats, e.g. ``set_default_dtype(clgrad.float64)``."""
+    global _default_float
+    d = as_dtype(d)
+    if d not in (float16, float32, float64):
+        raise TypeError(f"only floating-point types are supported as the default type, got {d}")
+    _default_float = d
+
+
+def as_dtype(d) -> dtype:
+    """Accept a clgrad dtype, a name such as 'float32', a numpy dtype or a Python type."""
+    if isinstance(d, dtype):
+        return d
+    if isinstance(d, str) and d in _BY_NAME:
+        return _BY_NAME[d]
+    if d is float:
+        return _default_float
+    if d is int:
+        return int64
+    if d is builtins.bool:
+        return bool
+    try:
+        return _BY_NP[np.dtype(d)]
+    except (TypeError, KeyError):
+        raise TypeError(f"unsupported dtype {d!r}; use one of {', '.join(x.name for x in ALL)}") from None
+
+
+def from_numpy_dtype(npd) -> dtype:
+    npd = np.dtype(npd)
+    if npd not in _BY_NP:
+        raise TypeError(
+            f"can't convert np.ndarray of type {npd}. The only supported types are: "
+            + ", ".join(x.np.name for x in ALL)
+        )
+    return _BY_NP[npd]
+
+
+_RANK = {"b": 0, "u": 1, "i": 1, "f": 2}
+
+
+def promote_types(a: dtype, b: dtype) -> dtype:
+    """The smallest dtype both ``a`` and ``b`` convert to safely, as ``torch.promote_types``."""
+    if a is b:
+        return a
+    if a.kind == "b":
+        return b
+    if b.kind == "b":
+        return a
+    if a.kind == "f" and b.kind != "f":
+        return a
+    if b.kind == "f" and a.kind != "f":
+        return b
+    return _BY_NP[np.promote_types(a.np, b.np)]
+
+
+def _combine(higher: dtype | None, lower: dtype | None) -> dtype | None:
+    # torch's combine_categories: a lower-priority operand only wins if it is of a higher category.
+    if higher is None:
+        return lower
+    if lower is None or higher.kind == "f":
+        return higher
+    if higher.kind == "b" or lower.kind == "f":
+        return promote_types(higher, lower)
+    return higher
+
+
+def scalar_dtype(x) -> dtype:
+    """The dtype a Python scalar takes part in promotion as (a 'wrapped number' in torch)."""
+    if isinstance(x, (builtins.bool, np.bool_)):
+        return bool
+    if isinstance(x, (int, np.integer)):
+        return int64
+    if isinstance(x, (float, np.floating)):
+        return _default_float
+    raise TypeError(f"unsupported scalar type {type(x).__name__}")
+
+
+def result_type(*operands) -> dtype:
+    """Promotion of tensors and Python scalars exactly as ``torch.result_type``.
+
+    Tensors with dimensions outrank 0-dim tensors, which outrank Python scalars, unless a lower
+    group holds a higher category (bool < integer < float).
+    """
+    dim = zero = wrapped = None
+    for x in operands:
+        d = getattr(x, "dtype", None)
+        if isinstance(d, dtype):
+            if x.dim() > 0:
+                dim = d if dim is None else promote_types(dim, d)
+            else:
+                zero = d if zero is None else promote_types(zero, d)
+        else:
+            d = scalar_dtype(x)
+            wrapped = d if wrapped is None else promote_types(wrapped, d)
+    return _combine(dim, _combine(zero, wrapped))
+
+
+def float_of(d: dtype) -> dtype:
+    """The dtype an op that needs floats (true division, sqrt, mean) computes an input of dtype ``d`` in."""
+    return d if d.kind == "f" else _default_float

@@ -1,0 +1,130 @@
+## n-ary elementwise kernel: out[i] = expr(a, b, c) over broadcast, strided operands.
+## Inputs arrive already broadcast to the output's shape (stride 0 on broadcast dims) and with
+## dims coalesced by the launcher, so `ndim` is small. A contiguous operand skips index math.
+<%
+  letters = "abc"
+  strided = (not out_contig) or any((not contig) and (not scalar) for scalar, _, _, contig in args)
+  def load(k, arg):
+      scalar, ctype, load_t, contig = arg
+      if scalar:
+          return f"s{k}"
+      idx = f"off{k} + gid" if contig else f"i{k}"
+      raw = f"vload_half({idx}, in{k})" if ctype == "half" else f"in{k}[{idx}]"
+      return f"({raw} != 0)" if load_t == "bool" else f"({load_t}){raw}"
+  oidx = "out_off + gid" if out_contig else "io"
+%>\
+% if fp64:
+#pragma OPENCL EXTENSION cl_khr_fp64 : enable
+% endif
+#define T ${compute}
+% if integral:
+// Floor division and Python-style remainder; the guards keep x / 0 and INT_MIN / -1 from trapping.
+inline T py_floordiv(T a, T b) {
+    if (b == 0) return 0;
+    if ((T)-1 < 0 && b == (T)-1) return (T)(0UL - (ulong)a);
+    T q = a / b;
+    if ((a % b != 0) && ((a < 0) != (b < 0))) q -= 1;
+    return q;
+}
+inline T trunc_div(T a, T b) {
+    if (b == 0) return 0;
+    if ((T)-1 < 0 && b == (T)-1) return (T)(0UL - (ulong)a);
+    return a / b;
+}
+inline T py_remainder(T a, T b) {
+    if (b == 0 || ((T)-1 < 0 && b == (T)-1)) return 0;
+    T r = a % b;
+    if (r != 0 && ((r < 0) != (b < 0))) r += b;
+    return r;
+}
+// Negative exponents give 0 except for bases 1 and -1, as PyTorch does on GPUs.
+inline T int_pow(T a, T b) {
+    if (b < 0) return a == 1 ? 1 : (a == (T)-1 ? ((b & 1) ? (T)-1 : 1) : 0);
+    T r = 1;
+    while (b) { if (b & 1) r *= a; a *= a; b >>= 1; }
+    return r;
+}
+inline T shift_left(T a, T b) { return (b < 0 || b >= (T)(8 * sizeof(T))) ? 0 : (T)(a << b); }
+inline T shift_right(T a, T b) { return (b < 0 || b >= (T)(8 * sizeof(T))) ? (a < 0 ? (T)-1 : 0) : (T)(a >> b); }
+% else:
+// numpy's divmod algorithm, so floor division and remainder agree with Python on every device.
+inline T py_floordiv(T a, T b) {
+    if (b == 0) return a / b;
+    T mod = fmod(a, b);
+    T div = (a - mod) / b;
+    if (mod != 0 && ((b < 0) != (mod < 0))) div -= 1;
+    if (div == 0) return copysign((T)0, a / b);
+    T fl = floor(div);
+    if (div - fl > (T)0.5) fl += 1;
+    return fl;
+}
+inline T py_remainder(T a, T b) {
+    T mod = fmod(a, b);
+    if (b == 0) return mod;
+    if (mod != 0) { if ((b < 0) != (mod < 0)) mod += b; }
+    else mod = copysign((T)0, b);
+    return mod;
+}
+// max/min that propagate NaN like torch.maximum (fmax would drop it).
+inline T nan_max(T a, T b) { return (isnan(a) || isnan(b)) ? a + b : fmax(a, b); }
+inline T nan_min(T a, T b) { return (isnan(a) || isnan(b)) ? a + b : fmin(a, b); }
+% endif
+
+__kernel void ${name}(
+    __global ${out_ctype} *out, ${idx_t} out_off,
+% if not out_contig:
+    ${", ".join(f"{idx_t} os{d}" for d in range(ndim))},
+% endif
+% for k, (scalar, ctype, load_t, contig) in enumerate(args):
+%   if scalar:
+    ${"uchar" if load_t == "bool" else load_t} s${k},
+%   else:
+    __global const ${ctype} *in${k}, ${idx_t} off${k},
+%     if not contig:
+    ${", ".join(f"{idx_t} st{k}_{d}" for d in range(ndim))},
+%     endif
+%   endif
+% endfor
+% if strided:
+    ${", ".join(f"{idx_t} n{d}" for d in range(ndim))},
+% endif
+    ${idx_t} numel)
+{
+    ${idx_t} gid = get_global_id(0);
+    if (gid >= numel) return;
+% if strided:
+    // unravel gid over the shape, accumulating each strided operand's offset
+<%
+    targets = [(f"i{k}", f"off{k}", f"st{k}_") for k, (scalar, _, _, contig) in enumerate(args) if not scalar and not contig]
+    if not out_contig:
+        targets.append(("io", "out_off", "os"))
+%>\
+%   for var, off, _ in targets:
+    ${idx_t} ${var} = ${off};
+%   endfor
+    ${idx_t} rem = gid;
+%   for d in reversed(range(ndim)):
+    {
+        ${idx_t} c = ${"rem" if d == 0 else f"rem % n{d}"};
+%     if d:
+        rem /= n${d};
+%     endif
+%     for var, _, st in targets:
+        ${var} += c * ${st}${d};
+%     endfor
+    }
+%   endfor
+% endif
+% for k, arg in enumerate(args):
+    ${"uchar" if arg[2] == "bool" else arg[2]} ${letters[k]} = ${load(k, arg)};
+% endfor
+% if out_cast == "half":
+    vstore_half_rte((${"double" if compute == "double" else "float"})(${expr}), ${oidx}, out);
+% elif out_cast == "bool":
+    out[${oidx}] = (uchar)((${expr}) != 0);
+% elif out_cast == "float_to_small_int":
+    out[${oidx}] = (${out_ctype})(long)(${expr});
+% else:
+    out[${oidx}] = (${out_ctype})(${expr});
+% endif
+}

@@ -1,0 +1,95 @@
+## Philox4x32-10 random kernel: one kernel per (dist, output dtype).
+## Render kwargs: name, dist, out_ctype, out_dtype, param_ctype
+## (see clgrad.backends.philox.kernel_params). The numpy reference
+## implementation clgrad.backends.philox.sample() defines the stream; every
+## arithmetic step below mirrors it in the same precision and order.
+<%
+    is_half = out_ctype == "half"
+    # Precision of the intermediate value: double only for float64 outputs.
+    ftype = "double" if out_dtype == "float64" else "float"
+    suffix = "" if ftype == "double" else "f"
+%>\
+% if out_dtype == "float64":
+#pragma OPENCL EXTENSION cl_khr_fp64 : enable
+% endif
+
+/* Philox4x32-10 (Salmon et al. 2011; Random123 constants). Prefixed with the
+   kernel name so that several random kernels can share one program. Not
+   `inline`: C99 inline semantics can leave an undefined symbol at -O0. */
+uint4 ${name}_philox4x32_10(uint4 c, uint2 k)
+{
+    for (int r = 0; r < 10; ++r) {
+        if (r > 0) {                       /* key schedule: Weyl sequence */
+            k.x += 0x9E3779B9u;
+            k.y += 0xBB67AE85u;
+        }
+        const uint lo0 = 0xD2511F53u * c.x, hi0 = mul_hi(0xD2511F53u, c.x);
+        const uint lo1 = 0xCD9E8D57u * c.z, hi1 = mul_hi(0xCD9E8D57u, c.z);
+        c = (uint4)(hi1 ^ c.y ^ k.x, lo1, hi0 ^ c.w ^ k.y, lo0);
+    }
+    return c;
+}
+
+__kernel void ${name}(__global ${out_ctype} *out, long out_offset, long n, uint key_lo, uint key_hi, ulong ctr_base, ${param_ctype} p0, ${param_ctype} p1)
+{
+    /* Results must be bit-identical to the numpy reference: forbid fusing
+       a*b+c into fma (which rounds once instead of twice). */
+    #pragma OPENCL FP_CONTRACT OFF
+
+    const long i = (long)get_global_id(0);
+    if (i >= n) return;   /* global size may be rounded up to the local size */
+
+    /* The counter is ctr_base + i (not e.g. a per-work-item loop index) so an
+       element depends only on (seed, offset + i): the output is independent of
+       the launch geometry, and the host advances the offset by n per call to
+       get a fresh, non-overlapping part of the stream. ulong arithmetic wraps
+       mod 2^64, exactly like the numpy reference. */
+    const ulong ctr = ctr_base + (ulong)i;
+    const uint4 ctr_words = (uint4)((uint)ctr, (uint)(ctr >> 32), 0u, 0u);
+    const uint4 w = ${name}_philox4x32_10(ctr_words, (uint2)(key_lo, key_hi));
+
+% if dist == "uniform":
+  % if out_dtype == "float64":
+    /* 53 random bits: 27 from w.x, 26 from w.y -> [0, 1) */
+    const double u = ((double)(w.x >> 5) * 67108864.0 + (double)(w.y >> 6)) * 0x1.0p-53;
+  % elif out_dtype == "float16":
+    /* 11 random bits, so u itself is exactly a half value in [0, 1) */
+    const float u = (float)(w.x >> 21) * 0x1.0p-11f;
+  % else:
+    /* 24 random bits -> exact float in [0, 1) */
+    const float u = (float)(w.x >> 8) * 0x1.0p-24f;
+  % endif
+    const ${ftype} v = p0 + u * (p1 - p0);
+% elif dist == "normal":
+    /* Box-Muller (first output only). u1 in (0, 1] so log(u1) is finite. */
+  % if ftype == "double":
+    const double u1 = ((double)w.x + 1.0) * 0x1.0p-32;
+    const double u2 = (double)w.y * 0x1.0p-32;
+    const double z = sqrt(-2.0 * log(u1)) * cos(2.0 * M_PI * u2);
+  % else:
+    const float u1 = ((float)w.x + 1.0f) * 0x1.0p-32f;
+    const float u2 = (float)w.y * 0x1.0p-32f;
+    const float z = sqrt(-2.0f * log(u1)) * cos(6.2831855f * u2);   /* (float)(2*pi) */
+  % endif
+    const ${ftype} v = p0 + p1 * z;
+% elif dist == "randint":
+    /* Uniform on [p0, p1) by a 64-bit modulo (bias is < span / 2^64).
+       Done in ulong: wraps instead of signed-overflow UB for huge spans. */
+    const ulong r = (((ulong)w.y << 32) | (ulong)w.x) % ((ulong)p1 - (ulong)p0);
+    const long v = (long)(r + (ulong)p0);
+% elif dist == "bernoulli":
+    const float u = (float)(w.x >> 8) * 0x1.0p-24f;   /* as float32 uniform */
+  % if is_half or out_dtype in ("float32", "float64"):
+    const ${ftype} v = (u < p0) ? 1.0${suffix} : 0.0${suffix};
+  % else:
+    const ${out_ctype} v = (u < p0) ? 1 : 0;
+  % endif
+% endif
+
+% if is_half:
+    /* half is storage only (no cl_khr_fp16 needed); round to nearest even. */
+    vstore_half_rte((float)v, (size_t)(out_offset + i), out);
+% else:
+    out[out_offset + i] = (${out_ctype})v;
+% endif
+}

@@ -1,0 +1,82 @@
+"""``clgrad.opencl``: device queries and memory statistics, shaped like ``torch.cuda``."""
+from __future__ import annotations
+
+from .backends.opencl import runtime
+from .backends.opencl.runtime import DeviceProperties
+
+
+def is_available() -> bool:
+    """True when at least one OpenCL device is present."""
+    return bool(runtime.devices())
+
+
+def device_count() -> int:
+    return len(runtime.devices())
+
+
+def _index(device) -> int:
+    from .device import resolve
+
+    if device is None:
+        return runtime.default_index()
+    if isinstance(device, int):
+        return runtime.get(device).index
+    d = resolve(device)
+    if d.type != "opencl":
+        raise ValueError(f"Expected an opencl device, but got: {d}")
+    return d.index
+
+
+def current_device() -> int:
+    return runtime.default_index()
+
+
+def get_device_name(device=None) -> str:
+    return runtime.get(_index(device)).props.name
+
+
+def get_device_properties(device=None) -> DeviceProperties:
+    """Platform, vendor, compute units, global memory, fp64/fp16 support and limits of a device."""
+    return runtime.get(_index(device)).props
+
+
+def synchronize(device=None) -> None:
+    """Wait for all queued work on ``device`` (every device when None)."""
+    devs = runtime.devices() if device is None else [runtime.get(_index(device))]
+    for d in devs:
+        if d._queue is not None:
+            d.queue.finish()
+
+
+def memory_allocated(device=None) -> int:
+    """Bytes currently held by tensors on the device (rounded to the allocator's block sizes)."""
+    d = runtime.get(_index(device))
+    return d._allocator.allocated if d._allocator is not None else 0
+
+
+def max_memory_allocated(device=None) -> int:
+    d = runtime.get(_index(device))
+    return d._allocator.peak if d._allocator is not None else 0
+
+
+def memory_reserved(device=None) -> int:
+    d = runtime.get(_index(device))
+    return d._allocator.allocated + d._allocator.cached if d._allocator is not None else 0
+
+
+def reset_peak_memory_stats(device=None) -> None:
+    d = runtime.get(_index(device))
+    if d._allocator is not None:
+        d._allocator.peak = d._allocator.allocated
+
+
+def empty_cache() -> None:
+    """Release cached, unused buffers on every device back to the OpenCL runtime."""
+    for d in runtime.devices():
+        if d._allocator is not None:
+            d._allocator.empty_cache()
+
+
+def devices() -> list[str]:
+    """One line per device present: index, name, platform and version."""
+    return [d.describe() for d in runtime.devices()]

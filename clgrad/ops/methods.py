@@ -1,0 +1,90 @@
+"""Tensor methods and operators. Each is a one-line delegation to a function in ``clgrad.ops``."""
+from __future__ import annotations
+
+from . import math as M
+from . import pointwise as P
+from . import shape as S
+
+_REFLECTED = {"add": "radd", "sub": "rsub", "mul": "rmul", "div": "rtruediv", "floor_divide": "rfloordiv",
+              "remainder": "rmod", "pow": "rpow", "bitwise_and": "rand", "bitwise_or": "ror",
+              "bitwise_xor": "rxor", "lshift": "rlshift", "rshift": "rrshift"}
+_DUNDER = {"add": "add", "sub": "sub", "mul": "mul", "div": "truediv", "floor_divide": "floordiv",
+           "remainder": "mod", "pow": "pow", "bitwise_and": "and", "bitwise_or": "or", "bitwise_xor": "xor",
+           "lshift": "lshift", "rshift": "rshift", "eq": "eq", "ne": "ne", "lt": "lt", "le": "le", "gt": "gt",
+           "ge": "ge"}
+_OPERAND = (int, float, bool)
+
+
+def _is_operand(x) -> bool:
+    return P.is_tensor(x) or isinstance(x, _OPERAND)
+
+
+def _forward(name):
+    fn = getattr(M, name, None) or M.FUNCS[name]
+
+    def method(self, other):
+        return fn(self, other) if _is_operand(other) else NotImplemented
+
+    return method
+
+
+def _reflected(name):
+    fn = getattr(M, name, None) or M.FUNCS[name]
+
+    def method(self, other):
+        return fn(other, self) if isinstance(other, _OPERAND) else NotImplemented
+
+    return method
+
+
+def _inplace(name):
+    fn = getattr(M, name, None) or M.FUNCS[name]
+
+    def method(self, *args, **kwargs):
+        return fn(self, *args, out=self, **kwargs)
+
+    method.__name__ = name + "_"
+    return method
+
+
+def install(T) -> None:
+    from .. import random
+    from . import linalg, reduction
+
+    for module in (reduction, linalg, random):
+        module.install(T)
+
+    # views
+    for name, fn in [("view", S.view), ("reshape", S.reshape), ("permute", S.permute), ("transpose", S.transpose),
+                     ("t", S.t_), ("expand", S.expand), ("squeeze", S.squeeze), ("unsqueeze", S.unsqueeze),
+                     ("flatten", S.flatten), ("narrow", S.narrow), ("select", S.select),
+                     ("as_strided", S.as_strided), ("__getitem__", S.getitem), ("__setitem__", S.setitem)]:
+        setattr(T, name, fn)
+    T.view_as = lambda self, other: S.view(self, other.shape)
+    T.reshape_as = lambda self, other: S.reshape(self, other.shape)
+    T.expand_as = lambda self, other: S.expand(self, other.shape)
+    T.swapaxes = T.swapdims = S.transpose
+    T.T = property(lambda self: S.permute(self, tuple(reversed(range(self.dim())))))
+    T.mT = property(lambda self: S.transpose(self, -2, -1))
+
+    # elementwise functions as methods, plus their in-place forms
+    for name, fn in list(M.FUNCS.items()) + [("add", M.add), ("sub", M.sub), ("div", M.div), ("clamp", M.clamp)]:
+        setattr(T, name, fn)
+        setattr(T, name + "_", _inplace(name))
+    T.where = lambda self, condition, other: M.where(condition, self, other)
+    T.clip, T.clip_ = T.clamp, T.clamp_
+    T.multiply, T.subtract, T.divide, T.true_divide = T.mul, T.sub, T.div, T.div
+    T.absolute, T.negative, T.greater, T.less, T.not_equal = T.abs, T.neg, T.gt, T.lt, T.ne
+    T.clamp_min = lambda self, min: M.clamp(self, min=min)  # noqa: A002
+    T.clamp_max = lambda self, max: M.clamp(self, max=max)  # noqa: A002
+
+    # operators
+    for name, dunder in _DUNDER.items():
+        setattr(T, f"__{dunder}__", _forward(name))
+        if name in _REFLECTED:
+            setattr(T, f"__{_REFLECTED[name]}__", _reflected(name))
+            setattr(T, f"__i{dunder}__", _inplace(name))
+    T.__neg__ = lambda self: M.FUNCS["neg"](self)
+    T.__pos__ = lambda self: self
+    T.__abs__ = lambda self: M.FUNCS["abs"](self)
+    T.__invert__ = lambda self: M.FUNCS["logical_not"](self) if self.dtype.kind == "b" else M.FUNCS["bitwise_not"](self)

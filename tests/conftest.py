@@ -1,0 +1,66 @@
+"""Every test that takes ``device`` runs on cpu and on each OpenCL device present.
+
+``CLGRAD_TEST_DEVICES`` narrows the set, like pyopencl's ``PYOPENCL_TEST``: a comma-separated list of
+``cpu`` and case-insensitive substrings of an OpenCL platform, version or device name (``pocl``,
+``oclgrind``, ``nvidia``), or ``all``. Unset, it means cpu plus every OpenCL device except simulators
+(Oclgrind is slow: ``tox -e oclgrind`` selects it for a focused subset).
+"""
+from __future__ import annotations
+
+import os
+
+import numpy as np
+import pytest
+
+import clgrad
+from clgrad.backends.opencl import runtime
+
+
+def _selected():
+    spec = os.environ.get("CLGRAD_TEST_DEVICES", "").strip().lower()
+    wanted = [s.strip() for s in spec.split(",") if s.strip()]
+    params = []
+    if not wanted or "cpu" in wanted or "all" in wanted:
+        params.append(pytest.param("cpu", id="cpu"))
+    for d in runtime.devices():
+        p = d.props
+        names = " ".join([p.platform, p.platform_version, p.name, p.vendor]).lower()
+        if wanted and "all" not in wanted:
+            if not any(w != "cpu" and w in names for w in wanted):
+                continue
+        elif p.is_simulator and "all" not in wanted:
+            continue
+        ident = f"opencl{d.index}-" + p.name.split()[0].lower().replace("(", "").replace(")", "")
+        params.append(pytest.param(f"opencl:{d.index}", id=ident))
+    return params
+
+
+DEVICES = _selected()
+
+
+@pytest.fixture(params=DEVICES)
+def device(request):
+    """A device string: 'cpu' or 'opencl:N'. Devices whose compiler is broken are skipped with the reason."""
+    name = request.param
+    if name.startswith("opencl"):
+        dev = runtime.get(int(name.split(":")[1]))
+        if not dev.usable:
+            pytest.skip(f"{dev.describe()} cannot build kernels: {dev.unusable_reason}")
+    return name
+
+
+@pytest.fixture(autouse=True)
+def _seed():
+    np.random.seed(0)
+    yield
+
+
+def pytest_report_header(config):
+    lines = ["clgrad test devices: " + ", ".join(p.values[0] for p in DEVICES)]
+    for d in runtime.devices():
+        lines.append(f"  {d.describe()} usable={d.usable}" + ("" if d.usable else f" ({d.unusable_reason})"))
+    return lines
+
+
+def fp64_ok(device) -> bool:
+    return device == "cpu" or clgrad.opencl.get_device_properties(device).fp64
