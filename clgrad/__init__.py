@@ -23,6 +23,7 @@ from .ops.shape import (  # noqa: F401
 )
 from .ops.views import broadcast_shapes  # noqa: F401
 from . import opencl  # noqa: F401
+from ._tensor_str import set_printoptions, get_printoptions, printoptions  # noqa: F401
 from .ops.reduction import *  # noqa: F401,F403
 from .ops.linalg import *  # noqa: F401,F403
 from .random import *  # noqa: F401,F403

@@ -1,43 +1,54 @@
 """``clgrad.device``: ``cpu`` or ``opencl:N``, and the process-wide default device."""
 from __future__ import annotations
 
+import re
+
 _TYPES = ("cpu", "opencl")
+_INDEX = re.compile(r"0|[1-9][0-9]*")  # torch rejects '01', '-1', '+1' and blanks
 
 
 class device:
-    """A device, as ``torch.device``: ``device("opencl:1")``, ``device("opencl", 1)``, ``device("cpu")``."""
+    """A device, as ``torch.device``: ``device("opencl:1")``, ``device("opencl", 1)``, ``device("cpu")``.
+
+    A bare int is an OpenCL index, as torch reads it as an accelerator index: ``device(1)`` is ``opencl:1``.
+    Unlike ``torch.device``, a device also compares equal to its string: ``x.device == "cpu"``.
+    """
 
     __slots__ = ("type", "index")
 
-    def __init__(self, type: str | device, index: int | None = None):  # noqa: A002 - torch's name
+    def __init__(self, type: str | device | int, index: int | None = None):  # noqa: A002 - torch's name
         if isinstance(type, device):
             if index is not None:
-                raise ValueError("device(device, index) is not allowed; pass a type string")
+                raise TypeError("device(): argument 'type' (position 1) must be str, not clgrad.device")
             self.type, self.index = type.type, type.index
             return
+        if isinstance(type, int) and not isinstance(type, bool) and index is None:
+            type, index = "opencl", type
         if not isinstance(type, str):
-            raise TypeError(f"device() expected a string or a device, but got {type!r}")
-        text = type.strip()
+            raise TypeError(f"device() expected a string, a device or an int, but got {type!r}")
+        if index is not None and (not isinstance(index, int) or isinstance(index, bool)):
+            raise TypeError(f"device(): argument 'index' (position 2) must be int, not {_typename(index)}")
+        text = type
         if ":" in text:
             if index is not None:
-                raise ValueError(f"type (string) must not include an index because index was passed explicitly: {text}")
+                raise RuntimeError(f"type (string) must not include an index because index was passed explicitly: {text}")
             text, _, idx = text.partition(":")
-            if not idx.isdigit():
+            if text in _TYPES and not _INDEX.fullmatch(idx):
                 raise RuntimeError(f"Invalid device string: '{type}'")
-            index = int(idx)
+            index = int(idx) if text in _TYPES else None
         if text not in _TYPES:
             raise RuntimeError(f"Expected one of {', '.join(_TYPES)} device type at start of device string: {type}")
-        if index is not None:
-            if not isinstance(index, int) or index < 0:
-                raise RuntimeError(f"Device index must not be negative, got {index}")
-            if text == "cpu" and index != 0:
-                raise RuntimeError(f"cpu device index must be 0 or None, got {index}")
+        if index is not None and index < 0:
+            raise RuntimeError("Device index must not be negative")
         self.type = text
-        self.index = None if text == "cpu" else index
+        self.index = index
 
     def __eq__(self, other) -> bool:
         if isinstance(other, str):
-            other = device(other)
+            try:
+                other = device(other)
+            except (RuntimeError, TypeError):  # == never raises: an unparsable string is just unequal
+                return False
         return isinstance(other, device) and (self.type, self.index) == (other.type, other.index)
 
     def __hash__(self) -> int:
@@ -55,32 +66,42 @@ class device:
         return (device, (self.type, self.index))
 
 
+def _typename(x) -> str:
+    return type(x).__name__
+
+
 CPU = device("cpu")
 _default: device = CPU
 
 
 def resolve(d) -> device:
-    """Turn a user's device argument into a concrete device (``opencl`` gets the default index)."""
+    """Turn a user's device argument into the concrete device a tensor lives on.
+
+    ``None`` is the default device, ``opencl`` gets the default index (``CLGRAD_DEVICE``), an int is an
+    OpenCL index, and every cpu (``cpu:0`` too) is the one host device. A missing OpenCL index raises a
+    RuntimeError that lists the devices present.
+    """
     if d is None:
         return _default
-    if isinstance(d, int):
-        d = device("opencl", d)
-    elif not isinstance(d, device):
+    if not isinstance(d, device):
         d = device(d)
-    if d.type == "opencl":
-        from .backends.opencl import runtime
+    if d.type == "cpu":
+        return CPU
+    from .backends.opencl import runtime
 
-        if d.index is None:
-            return device("opencl", runtime.default_index())
-        runtime.get(d.index)  # raises a listing of the devices present when out of range
+    if d.index is None:
+        return device("opencl", runtime.default_index())
+    runtime.get(d.index)  # raises a listing of the devices present when out of range
     return d
 
 
 def set_default_device(d) -> None:
-    """Make tensors created without ``device=`` live on ``d``: ``clgrad.set_default_device("opencl")``."""
+    """Make tensors created without ``device=`` live on ``d``: ``clgrad.set_default_device("opencl")``.
+    ``None`` restores cpu."""
     global _default
     _default = CPU if d is None else resolve(d)
 
 
 def get_default_device() -> device:
+    """The device tensors are created on when no ``device=`` is given."""
     return _default

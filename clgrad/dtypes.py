@@ -35,6 +35,11 @@ class dtype:
         """The C type arithmetic happens in: half is stored as half but computed in float."""
         return "float" if self.ctype == "half" else self.ctype
 
+    @property
+    def scalar_name(self) -> str:
+        """PyTorch's ScalarType name ('Float', 'Long'), the one its error messages use."""
+        return _SCALAR_NAMES[self.name]
+
     def __repr__(self) -> str:
         return f"clgrad.{self.name}"
 
@@ -58,6 +63,10 @@ ALIASES = {
     "int": int32, "short": int16, "bool_": bool,
 }
 _BY_NAME = {d.name: d for d in ALL} | ALIASES
+_SCALAR_NAMES = {
+    "bool": "Bool", "uint8": "Byte", "int8": "Char", "int16": "Short", "int32": "Int", "int64": "Long",
+    "float16": "Half", "float32": "Float", "float64": "Double",
+}
 _BY_NP = {d.np: d for d in ALL}
 
 _default_float = float32
@@ -88,6 +97,8 @@ def as_dtype(d) -> dtype:
         return int64
     if d is builtins.bool:
         return bool
+    if d is None:  # np.dtype(None) would silently mean float64
+        raise TypeError("unsupported dtype None; use one of " + ", ".join(x.name for x in ALL))
     try:
         return _BY_NP[np.dtype(d)]
     except (TypeError, KeyError):
@@ -109,6 +120,9 @@ _RANK = {"b": 0, "u": 1, "i": 1, "f": 2}
 
 def promote_types(a: dtype, b: dtype) -> dtype:
     """The smallest dtype both ``a`` and ``b`` convert to safely, as ``torch.promote_types``."""
+    for pos, d in ((1, a), (2, b)):
+        if not isinstance(d, dtype):
+            raise TypeError(f"promote_types(): argument 'type{pos}' (position {pos}) must be clgrad.dtype, not {type(d).__name__}")
     if a is b:
         return a
     if a.kind == "b":

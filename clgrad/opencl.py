@@ -6,11 +6,13 @@ from .backends.opencl.runtime import DeviceProperties
 
 
 def is_available() -> bool:
-    """True when at least one OpenCL device is present."""
-    return bool(runtime.devices())
+    """True when at least one OpenCL device is present and can build kernels, like
+    ``torch.cuda.is_available()``: a device whose compiler is broken does not count."""
+    return any(d.usable for d in sorted(runtime.devices(), key=lambda d: (d.rank, d.index)))
 
 
 def device_count() -> int:
+    """How many OpenCL devices are present (``opencl:0`` .. ``opencl:N-1``, usable or not)."""
     return len(runtime.devices())
 
 

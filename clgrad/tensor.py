@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import math
+from numbers import Number
 
 import numpy as np
 
@@ -11,6 +12,20 @@ from .device import device, resolve
 from .ops import pointwise as P
 from .ops import views as V
 from .storage import Storage
+
+
+class memory_format:  # noqa: N801 - torch's name
+    """``clgrad.contiguous_format`` / ``clgrad.preserve_format``, accepted where PyTorch takes them."""
+
+    def __init__(self, name: str):
+        self.name = name
+
+    def __repr__(self) -> str:
+        return f"clgrad.{self.name}"
+
+
+contiguous_format = memory_format("contiguous_format")
+preserve_format = memory_format("preserve_format")
 
 
 class Tensor:
@@ -31,7 +46,7 @@ class Tensor:
         if len(args) == 1 and not isinstance(args[0], (int, np.integer)):
             src = creation.tensor(args[0], dtype=dt, device=device)
         else:
-            src = creation.empty(*args, dtype=dt, device=device)
+            src = creation.empty(*(args or (0,)), dtype=dt, device=device)
         self._assign(src._storage, src.dtype, src._shape, src._strides, src._offset)
 
     def _assign(self, storage, dt, shape, strides, offset):
@@ -45,10 +60,17 @@ class Tensor:
         return t
 
     @classmethod
-    def _empty(cls, shape, dt: D.dtype, dev: device) -> Tensor:
+    def _empty(cls, shape, dt: D.dtype, dev: device, strides=None) -> Tensor:
+        """A new tensor; ``strides`` (a dense, non-overlapping layout) default to contiguous."""
         shape = tuple(shape)
         storage = backends.get(dev).empty(dev, dt, math.prod(shape))
-        return cls._make(storage, dt, shape, V.contiguous_strides(shape))
+        return cls._make(storage, dt, shape, V.contiguous_strides(shape) if strides is None else strides)
+
+    def _empty_like(self, dt: D.dtype | None = None, dev: device | None = None, memory_format=None) -> Tensor:
+        """A new tensor shaped like this one, laid out like it when it is dense (``preserve_format``)."""
+        keep = memory_format is None or memory_format is preserve_format
+        strides = V.dense_strides_like(self._shape, self._strides) if keep else None
+        return Tensor._empty(self._shape, dt or self.dtype, dev or self.device, strides)
 
     def _view(self, shape, strides, offset=None) -> Tensor:
         return Tensor._make(self._storage, self.dtype, shape, strides, self._offset if offset is None else offset)
@@ -67,10 +89,10 @@ class Tensor:
         return Size(self._shape)
 
     def size(self, dim=None):
-        return Size(self._shape) if dim is None else self._shape[V.wrap_dim(dim, self.dim())]
+        return Size(self._shape) if dim is None else self._shape[V.wrap_dim(dim, self.dim(), scalar_ok=False)]
 
     def stride(self, dim=None):
-        return self._strides if dim is None else self._strides[V.wrap_dim(dim, self.dim())]
+        return self._strides if dim is None else self._strides[V.wrap_dim(dim, self.dim(), scalar_ok=False)]
 
     def storage_offset(self) -> int:
         return self._offset
@@ -89,8 +111,33 @@ class Tensor:
         return self.dtype.itemsize
 
     @property
+    def itemsize(self) -> int:
+        return self.dtype.itemsize
+
+    @property
+    def nbytes(self) -> int:
+        return self.numel() * self.dtype.itemsize
+
+    def data_ptr(self) -> int:
+        """An address for identity checks: equal for tensors that start at the same element of the same
+        memory. On OpenCL it is the buffer handle plus the byte offset, not a device address."""
+        data = self._storage.data
+        if data is None:
+            return 0
+        base = data.ctypes.data if self.device.type == "cpu" else data.int_ptr
+        return base + self._offset * self.dtype.itemsize
+
+    def get_device(self) -> int:
+        """-1 on cpu, the OpenCL index otherwise (``torch.Tensor.get_device``)."""
+        return -1 if self.device.type == "cpu" else self.device.index
+
+    @property
     def is_cuda(self) -> bool:
         return False
+
+    @property
+    def is_cpu(self) -> bool:
+        return self.device.type == "cpu"
 
     @property
     def is_opencl(self) -> bool:
@@ -99,7 +146,9 @@ class Tensor:
     def is_floating_point(self) -> bool:
         return self.dtype.is_floating_point
 
-    def is_contiguous(self) -> bool:
+    def is_contiguous(self, memory_format=None) -> bool:
+        if self.numel() == 0:
+            return True
         expect = 1
         for n, s in zip(reversed(self._shape), reversed(self._strides)):
             if n != 1 and s != expect:
@@ -119,34 +168,47 @@ class Tensor:
             if force:
                 return self.cpu().numpy()
             raise TypeError(
-                f"can't convert {self.device} device type tensor to numpy. Use Tensor.cpu() to copy the tensor to host memory first."
+                f"can't convert {self.device} device type tensor to numpy. Use Tensor.cpu() to copy the tensor to "
+                "host memory first."
             )
         from .backends.cpu import view_of
 
         return view_of(self)
 
     def __array__(self, dtype=None, copy=None):
-        arr = backends.get(self.device).read(self) if self.device.type != "cpu" else self.numpy()
-        return arr if dtype is None else arr.astype(dtype)
+        # unlike PyTorch, an OpenCL tensor converts too (a copy), so np.asarray works on any device
+        arr = self.numpy() if self.device.type == "cpu" else backends.get(self.device).read(self)
+        return arr if dtype is None else arr.astype(dtype, copy=False)
+
+    def _host(self) -> np.ndarray:
+        """The values as a numpy array (a view on cpu, a copy from a device)."""
+        return self.numpy() if self.device.type == "cpu" else backends.get(self.device).read(self)
 
     def item(self):
         if self.numel() != 1:
             raise RuntimeError(f"a Tensor with {self.numel()} elements cannot be converted to Scalar")
-        return backends.get(self.device).read(self).reshape(-1)[0].item()
+        return self._host().reshape(-1)[0].item()
 
     def tolist(self):
-        return backends.get(self.device).read(self).tolist()
+        return self._host().tolist()
+
+    def _scalar(self):
+        if self.numel() != 1:
+            raise ValueError("only one element tensors can be converted to Python scalars")
+        return self.item()
 
     def __bool__(self) -> bool:
-        if self.numel() != 1:
-            raise RuntimeError(f"Boolean value of Tensor with more than one value is ambiguous")
+        if self.numel() == 0:
+            raise RuntimeError("Boolean value of Tensor with no values is ambiguous")
+        if self.numel() > 1:
+            raise RuntimeError("Boolean value of Tensor with more than one value is ambiguous")
         return bool(self.item())
 
     def __int__(self):
-        return int(self.item())
+        return int(self._scalar())
 
     def __float__(self):
-        return float(self.item())
+        return float(self._scalar())
 
     def __index__(self):
         if self.dtype.kind not in "iub" or self.numel() != 1:
@@ -154,31 +216,47 @@ class Tensor:
         return int(self.item())
 
     def to(self, *args, **kwargs) -> Tensor:
-        """``to(device)``, ``to(dtype)``, ``to(device, dtype)``, ``to(other)``; a no-op returns self."""
-        dev, dt, copy = self.device, self.dtype, kwargs.pop("copy", False)
+        """``to(device)``, ``to(dtype)``, ``to(device, dtype)``, ``to(other)``: a converted copy, or
+        ``self`` when nothing changes (unless ``copy=True``). The copy keeps a dense input's layout."""
+        copy = kwargs.pop("copy", False)
+        fmt = kwargs.pop("memory_format", None)
         kwargs.pop("non_blocking", None)
-        for a in list(args) + list(kwargs.values()):
+        dev, dt = self.device, self.dtype
+        for key, a in [(None, a) for a in args] + list(kwargs.items()):
+            if key not in (None, "device", "dtype", "other", "tensor"):
+                raise TypeError(f"to() got an unexpected keyword argument '{key}'")
             if isinstance(a, Tensor):
                 dev, dt = a.device, a.dtype
             elif isinstance(a, D.dtype) or a in (float, int, bool):
                 dt = D.as_dtype(a)
-            elif a is not None:
+            elif isinstance(a, (str, device, int)):
                 dev = resolve(a)
-        if dev == self.device and dt is self.dtype and not copy:
+            elif a is not None:
+                got = ", ".join(type(x).__name__ for x in args)
+                raise TypeError(f"to() received an invalid combination of arguments - got ({got})")
+        if dev == self.device and dt is self.dtype and not copy and fmt in (None, preserve_format):
             return self
-        out = Tensor._empty(self._shape, dt, dev)
-        return out.copy_(self)
+        return self._empty_like(dt, dev, fmt).copy_(self)
 
     def cpu(self) -> Tensor:
         return self.to("cpu")
 
     def opencl(self, index=None) -> Tensor:
+        """A copy on ``opencl:index`` (the default OpenCL device when None), like ``Tensor.cuda``."""
         return self.to(device("opencl", index))
 
-    def type(self, dtype=None):
+    def type(self, dtype=None, non_blocking: bool = False):
+        """``x.type()`` is the type name (``'clgrad.FloatTensor'``, ``'clgrad.opencl.FloatTensor'``);
+        ``x.type(clgrad.float64)`` or ``x.type('clgrad.DoubleTensor')`` converts."""
         if dtype is None:
-            return f"clgrad.{_TYPE_NAMES[self.dtype.name]}"
-        return self.to(D.as_dtype(dtype))
+            where = "" if self.device.type == "cpu" else "opencl."
+            return f"clgrad.{where}{_TYPE_NAMES[self.dtype.name]}"
+        if isinstance(dtype, D.dtype):
+            return self.to(dtype)
+        if isinstance(dtype, str):
+            dev, name = _parse_type_name(dtype, self.device)
+            return self.to(dev, D.as_dtype(name))
+        raise ValueError(f"invalid type: '{getattr(dtype, '__name__', dtype)}'")
 
     def float(self) -> Tensor:
         return self.to(D.float32)
@@ -208,38 +286,81 @@ class Tensor:
         return self.to(D.bool)
 
     def copy_(self, src, non_blocking: bool = False) -> Tensor:
-        """Copy ``src`` (any device, any dtype, broadcastable) into this tensor in place."""
+        """Copy ``src`` (any device, any dtype, broadcastable to this shape) into this tensor in place."""
         if not isinstance(src, Tensor):
-            from .ops.creation import tensor
-
-            src = tensor(src, device=self.device)
-        V.broadcast_shapes(self._shape, src._shape)
-        if src.dim() > self.dim() or V.broadcast_shapes(self._shape, src._shape) != self._shape:
-            raise RuntimeError(f"output with shape {list(self._shape)} doesn't match the broadcast shape {list(V.broadcast_shapes(self._shape, src._shape))}")
+            raise TypeError(f"copy_(): argument 'other' (position 1) must be Tensor, not {type(src).__name__}")
+        shape = V.broadcast_shapes(self._shape, src._shape)
+        if shape != self._shape:
+            raise RuntimeError(f"output with shape {list(self._shape)} doesn't match the broadcast shape {list(shape)}")
+        if self.numel() == 0:
+            return self
+        V.check_no_internal_overlap(self)
         if src.device != self.device:
-            host = backends.get(src.device).read(src) if src.device.type != "cpu" else src.numpy()
-            staged = Tensor._empty(src._shape, src.dtype, self.device)
-            backends.get(self.device).write(staged._storage, np.ascontiguousarray(host))
-            src = staged
+            if self._write_from_host(src):
+                return self
+            src = _staged(src, self.device)
+        else:
+            V.check_no_partial_overlap(self, src)
         P.cast_into(self, src)
         return self
 
-    def contiguous(self) -> Tensor:
-        return self if self.is_contiguous() else self.clone()
+    def _write_from_host(self, src: Tensor) -> bool:
+        """The cross-device fast path: one transfer straight into a contiguous destination of src's dtype."""
+        if not (self.is_contiguous() and src._shape == self._shape and src.dtype is self.dtype):
+            return False
+        backends.get(self.device).write(self._storage, src._host(), offset=self._offset)
+        return True
 
-    def clone(self) -> Tensor:
-        out = Tensor._empty(self._shape, self.dtype, self.device)
-        return P.cast_into(out, self)
+    def contiguous(self, memory_format=None) -> Tensor:
+        return self if self.is_contiguous() else self.clone(memory_format=contiguous_format)
+
+    def clone(self, memory_format=None) -> Tensor:
+        """A copy in new memory; a dense layout (a transpose) is kept, as ``torch.preserve_format`` does."""
+        return P.cast_into(self._empty_like(memory_format=memory_format), self)
 
     def fill_(self, value) -> Tensor:
         if isinstance(value, Tensor):
-            if value.numel() != 1 or value.dim() > 0:
-                raise RuntimeError(f"fill_ only supports 0-dimension value tensor but got tensor with {value.dim()} dimensions.")
+            if value.dim() > 0:
+                raise RuntimeError(
+                    f"fill_ only supports 0-dimension value tensor but got tensor with {value.dim()} dimensions."
+                )
             value = value.item()
+        if not isinstance(value, (Number, np.bool_)):
+            raise TypeError(f"fill_() received an invalid combination of arguments - got ({type(value).__name__})")
         return P.fill(self, value)
 
     def zero_(self) -> Tensor:
         return P.fill(self, 0)
+
+    # ---- new_* : same dtype and device unless told otherwise --------------------------------
+    def new_empty(self, *size, dtype=None, device=None, requires_grad=False) -> Tensor:
+        from .ops import creation
+
+        return creation.empty(*size, **self._new_kw(dtype, device, requires_grad))
+
+    def new_zeros(self, *size, dtype=None, device=None, requires_grad=False) -> Tensor:
+        from .ops import creation
+
+        return creation.zeros(*size, **self._new_kw(dtype, device, requires_grad))
+
+    def new_ones(self, *size, dtype=None, device=None, requires_grad=False) -> Tensor:
+        from .ops import creation
+
+        return creation.ones(*size, **self._new_kw(dtype, device, requires_grad))
+
+    def new_full(self, size, fill_value, dtype=None, device=None, requires_grad=False) -> Tensor:
+        from .ops import creation
+
+        return creation.full(size, fill_value, **self._new_kw(dtype, device, requires_grad))
+
+    def new_tensor(self, data, dtype=None, device=None, requires_grad=False) -> Tensor:
+        from .ops import creation
+
+        return creation.tensor(data, **self._new_kw(dtype, device, requires_grad))
+
+    def _new_kw(self, dtype, device, requires_grad) -> dict:
+        return {"dtype": self.dtype if dtype is None else dtype, "device": self.device if device is None else device,
+                "requires_grad": requires_grad}
 
     def __repr__(self) -> str:
         from ._tensor_str import tensor_repr
@@ -262,11 +383,33 @@ class Tensor:
         return (_rebuild, (backends.get(self.device).read(self), str(self.device)))
 
 
+def _staged(src: Tensor, dev: device) -> Tensor:
+    """``src``'s values on another device, same dtype and shape: a transfer through host memory."""
+    staged = Tensor._empty(src._shape, src.dtype, dev)
+    backends.get(dev).write(staged._storage, src._host())
+    return staged
+
+
 class Size(tuple):
     """``torch.Size``: a tuple of ints that prints as ``clgrad.Size([2, 3])``."""
 
     def __repr__(self) -> str:
         return f"clgrad.Size({list(self)})"
+
+    def __getitem__(self, key):
+        item = super().__getitem__(key)
+        return Size(item) if isinstance(key, slice) else item
+
+    def __add__(self, other):
+        return Size(tuple(self) + tuple(other))
+
+    def __radd__(self, other):
+        return Size(tuple(other) + tuple(self))
+
+    def __mul__(self, n):
+        return Size(tuple(self) * n)
+
+    __rmul__ = __mul__
 
     def numel(self) -> int:
         return math.prod(self)
@@ -277,6 +420,21 @@ _TYPE_NAMES = {
     "int32": "IntTensor", "int64": "LongTensor", "float16": "HalfTensor", "float32": "FloatTensor",
     "float64": "DoubleTensor",
 }
+_BY_TYPE_NAME = {v: k for k, v in _TYPE_NAMES.items()}
+
+
+def _parse_type_name(text: str, current: device):
+    """``'clgrad.DoubleTensor'`` -> (cpu, 'float64'); ``'clgrad.opencl.IntTensor'`` -> (an OpenCL device, 'int32').
+
+    ``torch.`` works as well as ``clgrad.``, so code written for PyTorch's cpu type names runs.
+    """
+    parts = text.split(".")
+    if len(parts) in (2, 3) and parts[0] in ("clgrad", "torch") and parts[-1] in _BY_TYPE_NAME:
+        if len(parts) == 2:
+            return "cpu", _BY_TYPE_NAME[parts[-1]]
+        if parts[1] == "opencl":
+            return (current if current.type == "opencl" else "opencl"), _BY_TYPE_NAME[parts[-1]]
+    raise ValueError(f"invalid type: '{text}'")
 
 
 def _bind_methods() -> None:
@@ -284,4 +442,3 @@ def _bind_methods() -> None:
     from .ops import methods
 
     methods.install(Tensor)
-

@@ -34,6 +34,8 @@ def cast(values: np.ndarray, to: D.dtype) -> np.ndarray:
     values = np.asarray(values)
     if to is D.bool:
         return values != 0
+    if to is D.float16 and values.dtype == np.float64:
+        values = values.astype(np.float32)  # double -> float -> half, as c10::Half (and the kernels) convert
     if values.dtype.kind == "f" and to.kind in "iu" and to is not D.int64:
         # C leaves float -> small int of out-of-range values undefined; go through int64 everywhere
         with np.errstate(invalid="ignore"):
@@ -52,8 +54,11 @@ class CPUBackend(CPUReduce, CPUMatmul, CPURandom):
         """Storage that shares memory with a 1-D numpy array."""
         return Storage(CPU, dt, flat.shape[0], flat)
 
-    def write(self, storage: Storage, host: np.ndarray) -> None:
-        storage.data[: host.size] = host.reshape(-1)
+    def write(self, storage: Storage, host: np.ndarray, offset: int = 0) -> None:
+        """Copy ``host`` (in C order) into the storage from element ``offset``."""
+        if offset < 0 or offset + host.size > storage.size:
+            raise RuntimeError(f"write of {host.size} elements at offset {offset} overflows a storage of {storage.size}")
+        storage.data[offset : offset + host.size] = np.asarray(host).reshape(-1)
 
     def read(self, t) -> np.ndarray:
         return np.array(view_of(t), copy=True)
@@ -65,9 +70,17 @@ class CPUBackend(CPUReduce, CPUMatmul, CPURandom):
         cnp = compute_np(compute)
         arrays = []
         for k, x in enumerate(inputs):
-            want = np.bool_ if k in entry.bool_args else cnp
-            arr = view_of(x) if hasattr(x, "_storage") else np.array(x)
-            arrays.append(arr.astype(want, copy=False))
+            if k in entry.bool_args:
+                arr = (view_of(x) if hasattr(x, "_storage") else np.array(x)).astype(np.bool_, copy=False)
+            elif hasattr(x, "_storage"):
+                arr = view_of(x)
+                if compute is D.float16 and x.dtype is not D.float16:
+                    arr = cast(arr, D.float16)  # operands convert to the common dtype first, as in PyTorch
+                arr = arr.astype(cnp, copy=False)
+            else:  # Python scalars enter the computation unrounded, like PyTorch's opmath scalars
+                with np.errstate(all="ignore"):
+                    arr = np.array(x).astype(cnp)
+            arrays.append(arr)
         with np.errstate(all="ignore"):
             result = entry.np(*arrays)
         np.copyto(view_of(out), cast(result, out.dtype), casting="unsafe")

@@ -1,6 +1,27 @@
 """cpu implementation of the ``matmul`` primitive (a mixin of CPUBackend)."""
 from __future__ import annotations
 
+import numpy as np
+
+from .. import dtypes as D
+
 
 class CPUMatmul:
-    pass
+    def matmul(self, out, a, b) -> None:
+        """out[i] = a[i] @ b[i] for a [B, M, K], b [B, K, N] of any strides and out contiguous [B, M, N].
+
+        Same arithmetic as the OpenCL kernel: float16 accumulates in float32; integers wrap around in
+        their own width (summed in uint64, whose wrap-around numpy defines, then truncated).
+        """
+        from .cpu import cast, compute_np, view_of
+
+        if out.numel() == 0:
+            return
+        dt = out.dtype
+        if dt is D.bool:
+            raise NotImplementedError(f"'matmul' is not implemented for dtype bool on device {out.device}")
+        work = compute_np(dt) if dt.kind == "f" else np.dtype(np.uint64)
+        x, y = view_of(a).astype(work, copy=False), view_of(b).astype(work, copy=False)
+        with np.errstate(all="ignore"):
+            result = np.matmul(x, y)
+        np.copyto(view_of(out), cast(result, dt), casting="unsafe")

@@ -6,8 +6,8 @@ to the compute dtype and must give the same answer as the C expression (float16 
 """
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
 
 import numpy as np
 
@@ -18,12 +18,20 @@ class EwOp:
     c: str  # C expression for floating compute types
     np: Callable
     c_int: str | None = None  # C expression for integer/bool compute types, when it differs
-    kind: str = "any"  # "any"; "float": int inputs promote to float; "int": integers/bool only
+    kind: str = "any"  # "any", or "float": integer/bool inputs promote to the default float dtype
     predicate: bool = False  # result is bool
     bool_args: tuple = ()  # argument positions loaded as bool (where's condition)
+    allow: str = "buif"  # compute-dtype kinds PyTorch implements the op for; others raise NotImplementedError
+    c_bool: str | None = None  # C expression for a bool compute type, when it differs from c_int
 
-    def c_expr(self, integral: bool) -> str:
+    def c_expr(self, integral: bool, is_bool: bool = False) -> str:
+        if is_bool and self.c_bool is not None:
+            return self.c_bool
         return self.c_int if integral and self.c_int is not None else self.c
+
+
+_INT = "bui"  # integer and bool kinds
+_NUM = "uif"  # numbers, not bool
 
 
 def _np_floor_divide(a, b):
@@ -49,7 +57,25 @@ def _np_remainder(a, b):
         with np.errstate(all="ignore"):
             safe = np.where(b == 0, 1, b).astype(np.result_type(a, b))
             return np.where(b == 0, 0, np.remainder(a, safe))
-    return np.remainder(a, b)
+    # PyTorch's formula: a zero remainder keeps fmod's sign (that of a) where numpy gives copysign(0, b)
+    mod = np.fmod(a, b)
+    return np.where((mod != 0) & ((b < 0) != (mod < 0)), mod + b, mod)
+
+
+def _np_fmod(a, b):
+    if a.dtype.kind in "iub" and b.dtype.kind in "iub":
+        # x % -1 is 0 (and INT_MIN % -1 would trap); x % 0 gives 0, as the OpenCL guard does
+        with np.errstate(all="ignore"):
+            safe = np.where((b == 0) | (b == -1), 1, b).astype(np.result_type(a, b))
+            return np.where(b == 0, 0, np.fmod(a, safe))
+    return np.fmod(a, b)
+
+
+def _np_sign(a):
+    # PyTorch's sign is (0 < a) - (a < 0): NaN gives 0, bool is the identity
+    if a.dtype.kind == "b":
+        return a
+    return ((a > 0).astype(a.dtype) - (a < 0).astype(a.dtype)).astype(a.dtype)
 
 
 def _np_pow(a, b):
@@ -95,17 +121,17 @@ OPS: dict[str, EwOp] = {
     "sub": EwOp(2, "a - b", np.subtract),
     "mul": EwOp(2, "a * b", np.multiply),
     "div": EwOp(2, "a / b", np.true_divide, kind="float"),
-    "floor_divide": EwOp(2, "py_floordiv(a, b)", _np_floor_divide),
-    "trunc_divide": EwOp(2, "trunc(a / b)", _np_trunc_divide, c_int="trunc_div(a, b)"),
-    "remainder": EwOp(2, "py_remainder(a, b)", _np_remainder),
-    "fmod": EwOp(2, "fmod(a, b)", np.fmod, c_int="(b == 0 ? (T)0 : (T)(a % b))"),
-    "pow": EwOp(2, "pow(a, b)", _np_pow, c_int="int_pow(a, b)"),
+    "floor_divide": EwOp(2, "py_floordiv(a, b)", _np_floor_divide, allow=_NUM),
+    "trunc_divide": EwOp(2, "trunc(a / b)", _np_trunc_divide, c_int="trunc_div(a, b)", allow=_NUM),
+    "remainder": EwOp(2, "py_remainder(a, b)", _np_remainder, allow=_NUM),
+    "fmod": EwOp(2, "fmod(a, b)", _np_fmod, c_int="int_fmod(a, b)", allow=_NUM),
+    "pow": EwOp(2, "pow(a, b)", _np_pow, c_int="int_pow(a, b)", allow=_NUM),
     "maximum": EwOp(2, "nan_max(a, b)", np.maximum, c_int="max(a, b)"),
     "minimum": EwOp(2, "nan_min(a, b)", np.minimum, c_int="min(a, b)"),
     "clamp": EwOp(3, "nan_min(nan_max(a, b), c)", _np_clamp, c_int="min(max(a, b), c)"),
     "where": EwOp(3, "a ? b : c", np.where, bool_args=(0,)),
     "atan2": EwOp(2, "atan2(a, b)", np.arctan2, kind="float"),
-    "hypot": EwOp(2, "hypot(a, b)", np.hypot, kind="float"),
+    "hypot": EwOp(2, "hypot(a, b)", np.hypot, kind="float", allow="f"),
     "copysign": EwOp(2, "copysign(a, b)", np.copysign, kind="float"),
     # comparisons
     "eq": EwOp(2, "a == b", np.equal, predicate=True),
@@ -119,16 +145,16 @@ OPS: dict[str, EwOp] = {
     "logical_or": EwOp(2, "(a != 0) || (b != 0)", np.logical_or, predicate=True),
     "logical_xor": EwOp(2, "(a != 0) != (b != 0)", np.logical_xor, predicate=True),
     "logical_not": EwOp(1, "a == 0", np.logical_not, predicate=True),
-    "bitwise_and": EwOp(2, "a & b", np.bitwise_and, kind="int"),
-    "bitwise_or": EwOp(2, "a | b", np.bitwise_or, kind="int"),
-    "bitwise_xor": EwOp(2, "a ^ b", np.bitwise_xor, kind="int"),
-    "bitwise_not": EwOp(1, "~a", np.invert, kind="int"),
-    "lshift": EwOp(2, "shift_left(a, b)", _shift(np.left_shift), kind="int"),
-    "rshift": EwOp(2, "shift_right(a, b)", _shift(np.right_shift), kind="int"),
+    "bitwise_and": EwOp(2, "a & b", np.bitwise_and, allow=_INT),
+    "bitwise_or": EwOp(2, "a | b", np.bitwise_or, allow=_INT),
+    "bitwise_xor": EwOp(2, "a ^ b", np.bitwise_xor, allow=_INT),
+    "bitwise_not": EwOp(1, "~a", np.invert, allow=_INT, c_bool="!a"),
+    "lshift": EwOp(2, "shift_left(a, b)", _shift(np.left_shift), allow="ui"),
+    "rshift": EwOp(2, "shift_right(a, b)", _shift(np.right_shift), allow="ui"),
     # unary math
-    "neg": EwOp(1, "-a", np.negative),
-    "abs": EwOp(1, "fabs(a)", np.abs, c_int="(T)(a < 0 ? -a : a)"),
-    "sign": EwOp(1, "isnan(a) ? a : (T)((a > 0) - (a < 0))", np.sign, c_int="(T)((a > 0) - (a < 0))"),
+    "neg": EwOp(1, "-a", np.negative, allow=_NUM),
+    "abs": EwOp(1, "fabs(a)", np.abs, c_int="(T)(a < 0 ? -a : a)", allow=_NUM),
+    "sign": EwOp(1, "(T)((a > 0) - (a < 0))", _np_sign, c_bool="a"),
     "sqrt": EwOp(1, "sqrt(a)", np.sqrt, kind="float"),
     "rsqrt": EwOp(1, "rsqrt(a)", lambda a: 1 / np.sqrt(a), kind="float"),
     "exp": EwOp(1, "exp(a)", np.exp, kind="float"),
@@ -148,14 +174,14 @@ OPS: dict[str, EwOp] = {
     "cosh": EwOp(1, "cosh(a)", np.cosh, kind="float"),
     "tanh": EwOp(1, "tanh(a)", np.tanh, kind="float"),
     "sigmoid": EwOp(1, "(T)1 / ((T)1 + exp(-a))", _sigmoid, kind="float"),
-    "relu": EwOp(1, "a < 0 ? (T)0 : a", lambda a: np.where(a < 0, a.dtype.type(0), a)),
+    "relu": EwOp(1, "a < 0 ? (T)0 : a", lambda a: np.where(a < 0, a.dtype.type(0), a), allow=_NUM),
     "reciprocal": EwOp(1, "(T)1 / a", np.reciprocal, kind="float"),
     "square": EwOp(1, "a * a", np.square),
-    "floor": EwOp(1, "floor(a)", _float_only(np.floor), c_int="a"),
-    "ceil": EwOp(1, "ceil(a)", _float_only(np.ceil), c_int="a"),
-    "round": EwOp(1, "rint(a)", _float_only(np.rint), c_int="a"),
-    "trunc": EwOp(1, "trunc(a)", _float_only(np.trunc), c_int="a"),
-    "frac": EwOp(1, "a - trunc(a)", lambda a: a - np.trunc(a), kind="float"),
+    "floor": EwOp(1, "floor(a)", _float_only(np.floor), c_int="a", allow=_NUM),
+    "ceil": EwOp(1, "ceil(a)", _float_only(np.ceil), c_int="a", allow=_NUM),
+    "round": EwOp(1, "rint(a)", _float_only(np.rint), c_int="a", allow=_NUM),
+    "trunc": EwOp(1, "trunc(a)", _float_only(np.trunc), c_int="a", allow=_NUM),
+    "frac": EwOp(1, "a - trunc(a)", lambda a: a - np.trunc(a), allow="f"),
     "isnan": EwOp(1, "isnan(a)", np.isnan, c_int="0", predicate=True),
     "isinf": EwOp(1, "isinf(a)", np.isinf, c_int="0", predicate=True),
     "isfinite": EwOp(1, "isfinite(a)", np.isfinite, c_int="1", predicate=True),

@@ -29,6 +29,7 @@ __all__ = [
     "KERNEL_TEMPLATE",
     "STORAGE_CTYPE",
     "SUPPORTED_DTYPES",
+    "kernel_int_param",
     "kernel_params",
     "philox4x32",
     "philox4x32_words",
@@ -152,8 +153,10 @@ def sample(
     """Reference output of the random kernel: ``n`` elements of ``dist``.
 
     ``p0, p1`` are (low, high) for uniform/randint (``randint`` draws from
-    [low, high) and needs low < high), (mean, std) for normal and (p, unused)
-    for bernoulli.  ``seed`` and ``offset`` are taken modulo 2**64.
+    [low, high) and needs -2**63 <= low < high <= 2**63; the kernel receives
+    ``high`` wrapped to int64, see :func:`kernel_int_param`), (mean, std) for
+    normal and (p, unused) for bernoulli.  ``seed`` and ``offset`` are taken
+    modulo 2**64.
     Returns a 1-D array of dtype ``dtype_name``.
     """
     _check(dist, dtype_name)
@@ -198,13 +201,15 @@ def sample(
 
     if dist == "randint":
         low, high = int(p0), int(p1)
-        if not (-(2**63) <= low < high <= 2**63 - 1):
+        # high may be 2**63 so that [low, int64 max] (torch's random_() on
+        # int64) and the full 64-bit range are expressible.
+        if not (-(2**63) <= low < high <= 2**63):
             raise ValueError(
                 f"randint needs int64 bounds with low < high, got [{low}, {high})"
             )
-        r = (
-            (w1.astype(np.uint64) << np.uint64(32)) | w0.astype(np.uint64)
-        ) % np.uint64(high - low)
+        bits = (w1.astype(np.uint64) << np.uint64(32)) | w0.astype(np.uint64)
+        span = high - low  # 2**64 (the full range) needs no modulo
+        r = bits % np.uint64(span) if span < 2**64 else bits
         # low + r in wrapping 64-bit arithmetic (the kernel does it in ulong,
         # avoiding signed-overflow UB); the true result is always in range.
         v = (r + np.uint64(low & _MASK64)).view(np.int64)
@@ -235,6 +240,13 @@ def kernel_params(dist: str, dtype_name: str) -> dict:
         "out_dtype": dtype_name,
         "param_ctype": _param_ctype(dist, dtype_name),
     }
+
+
+def kernel_int_param(value: int) -> int:
+    """A randint bound as the kernel's ``long`` argument: wrapped mod 2**64
+    (only ``high == 2**63`` changes, to -2**63; the kernel's ulong span
+    arithmetic then gives back the intended span)."""
+    return ((int(value) + 2**63) & _MASK64) - 2**63
 
 
 _PARAM_NP = {"float": np.float32, "double": np.float64, "long": np.int64}

@@ -10,13 +10,22 @@
           return f"s{k}"
       idx = f"off{k} + gid" if contig else f"i{k}"
       raw = f"vload_half({idx}, in{k})" if ctype == "half" else f"in{k}[{idx}]"
-      return f"({raw} != 0)" if load_t == "bool" else f"({load_t}){raw}"
+      if load_t == "bool":
+          return f"({raw} != 0)"
+      if half_compute and ctype != "half":
+          # PyTorch converts every operand to the common dtype first: round through half
+          return f"round_half((float){raw})"
+      return f"({load_t}){raw}"
   oidx = "out_off + gid" if out_contig else "io"
 %>\
 % if fp64:
 #pragma OPENCL EXTENSION cl_khr_fp64 : enable
 % endif
 #define T ${compute}
+% if half_compute:
+// a half variable needs cl_khr_fp16, a pointer to half does not: keep the bits in a ushort
+inline float round_half(float x) { ushort h; vstore_half_rte(x, 0, (half *)&h); return vload_half(0, (half *)&h); }
+% endif
 % if integral:
 // Floor division and Python-style remainder; the guards keep x / 0 and INT_MIN / -1 from trapping.
 inline T py_floordiv(T a, T b) {
@@ -37,6 +46,10 @@ inline T py_remainder(T a, T b) {
     if (r != 0 && ((r < 0) != (b < 0))) r += b;
     return r;
 }
+inline T int_fmod(T a, T b) {
+    if (b == 0 || ((T)-1 < 0 && b == (T)-1)) return 0;
+    return a % b;
+}
 // Negative exponents give 0 except for bases 1 and -1, as PyTorch does on GPUs.
 inline T int_pow(T a, T b) {
     if (b < 0) return a == 1 ? 1 : (a == (T)-1 ? ((b & 1) ? (T)-1 : 1) : 0);
@@ -47,7 +60,7 @@ inline T int_pow(T a, T b) {
 inline T shift_left(T a, T b) { return (b < 0 || b >= (T)(8 * sizeof(T))) ? 0 : (T)(a << b); }
 inline T shift_right(T a, T b) { return (b < 0 || b >= (T)(8 * sizeof(T))) ? (a < 0 ? (T)-1 : 0) : (T)(a >> b); }
 % else:
-// numpy's divmod algorithm, so floor division and remainder agree with Python on every device.
+// PyTorch's (and numpy's) divmod algorithm, so floor division agrees with Python on every device.
 inline T py_floordiv(T a, T b) {
     if (b == 0) return a / b;
     T mod = fmod(a, b);
@@ -58,11 +71,10 @@ inline T py_floordiv(T a, T b) {
     if (div - fl > (T)0.5) fl += 1;
     return fl;
 }
+// PyTorch's remainder: a zero result keeps fmod's sign (numpy would use the divisor's).
 inline T py_remainder(T a, T b) {
     T mod = fmod(a, b);
-    if (b == 0) return mod;
-    if (mod != 0) { if ((b < 0) != (mod < 0)) mod += b; }
-    else mod = copysign((T)0, b);
+    if (mod != 0 && ((b < 0) != (mod < 0))) mod += b;
     return mod;
 }
 // max/min that propagate NaN like torch.maximum (fmax would drop it).
@@ -90,8 +102,9 @@ __kernel void ${name}(
 % endif
     ${idx_t} numel)
 {
-    ${idx_t} gid = get_global_id(0);
-    if (gid >= numel) return;
+    // compare in size_t: a global size rounded up past INT_MAX must not wrap gid negative
+    if (get_global_id(0) >= (size_t)numel) return;
+    ${idx_t} gid = (${idx_t})get_global_id(0);
 % if strided:
     // unravel gid over the shape, accumulating each strided operand's offset
 <%
@@ -119,7 +132,8 @@ __kernel void ${name}(
     ${"uchar" if arg[2] == "bool" else arg[2]} ${letters[k]} = ${load(k, arg)};
 % endfor
 % if out_cast == "half":
-    vstore_half_rte((${"double" if compute == "double" else "float"})(${expr}), ${oidx}, out);
+    // double -> float -> half, as c10::Half converts
+    vstore_half_rte((float)(${expr}), ${oidx}, out);
 % elif out_cast == "bool":
     out[${oidx}] = (uchar)((${expr}) != 0);
 % elif out_cast == "float_to_small_int":

@@ -74,8 +74,12 @@ __kernel void ${name}(__global ${out_ctype} *out, long out_offset, long n, uint 
     const ${ftype} v = p0 + p1 * z;
 % elif dist == "randint":
     /* Uniform on [p0, p1) by a 64-bit modulo (bias is < span / 2^64).
-       Done in ulong: wraps instead of signed-overflow UB for huge spans. */
-    const ulong r = (((ulong)w.y << 32) | (ulong)w.x) % ((ulong)p1 - (ulong)p0);
+       Done in ulong: wraps instead of signed-overflow UB for huge spans. The
+       span wraps to 0 only for the full range [-2^63, 2^63) (the host passes
+       p1 = 2^63 as -2^63), which needs no modulo. */
+    const ulong bits = ((ulong)w.y << 32) | (ulong)w.x;
+    const ulong span = (ulong)p1 - (ulong)p0;
+    const ulong r = span ? bits % span : bits;
     const long v = (long)(r + (ulong)p0);
 % elif dist == "bernoulli":
     const float u = (float)(w.x >> 8) * 0x1.0p-24f;   /* as float32 uniform */

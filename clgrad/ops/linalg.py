@@ -1,8 +1,216 @@
-"""Public linalg ops."""
+"""Public linear-algebra ops: ``matmul`` (and ``@``), ``mm``, ``bmm``, ``mv``, ``dot``, ``outer``.
+
+Every product reaches the backend as one batched ``matmul(out, a, b)`` on a [B, M, K] and b [B, K, N]
+views; ``matmul`` dispatches on dimensions exactly as PyTorch's does, so results and error messages match.
+"""
 from __future__ import annotations
 
-__all__: list[str] = []
+import math
+
+from .. import backends
+from .. import dtypes as D
+from . import pointwise as P
+from . import shape as S
+
+__all__ = ["matmul", "mm", "bmm", "mv", "dot", "outer"]
+
+# PyTorch names dtypes by their C++ type in mm's message and by ScalarType name elsewhere.
+_CPP_NAME = {"float16": "c10::Half", "float32": "float", "float64": "double", "int8": "signed char",
+             "int16": "short int", "int32": "int", "int64": "long int", "uint8": "unsigned char", "bool": "bool"}
+_SCALAR_NAME = {"float16": "Half", "float32": "Float", "float64": "Double", "int8": "Char", "int16": "Short",
+                "int32": "Int", "int64": "Long", "uint8": "Byte", "bool": "Bool"}
+
+
+def _check_tensors(op: str, **named) -> None:
+    for pos, (name, x) in enumerate(named.items(), 1):
+        if not P.is_tensor(x):
+            raise TypeError(f"{op}(): argument '{name}' (position {pos}) must be Tensor, not {type(x).__name__}")
+    P.common_device(list(named.values()))
+
+
+def _shape(t) -> str:
+    return "x".join(str(n) for n in t.shape)
+
+
+def _product(op: str, a, b):
+    """The [B, M, N] product of a [B, M, K] and b [B, K, N] views, shapes and dtypes already checked."""
+    from ..tensor import Tensor
+
+    if a.dtype is D.bool:
+        raise NotImplementedError(f"'{op}' is not implemented for dtype bool on device {a.device}")
+    out = Tensor._empty((a.shape[0], a.shape[1], b.shape[2]), a.dtype, a.device)
+    backends.get(a.device).matmul(out, a, b)
+    return out
+
+
+def mm(input, mat2):
+    """Matrix product of two 2-D tensors: ``clgrad.mm(a, b)`` for a [n, m] and b [m, p] gives [n, p]."""
+    _check_tensors("mm", input=input, mat2=mat2)
+    if input.dim() != 2:
+        raise RuntimeError("self must be a matrix")
+    if mat2.dim() != 2:
+        raise RuntimeError("mat2 must be a matrix")
+    if input.shape[1] != mat2.shape[0]:
+        raise RuntimeError(f"mat1 and mat2 shapes cannot be multiplied ({_shape(input)} and {_shape(mat2)})")
+    if input.dtype is not mat2.dtype:
+        raise RuntimeError(
+            f"expected m1 and m2 to have the same dtype, but got: {_CPP_NAME[input.dtype.name]} != "
+            f"{_CPP_NAME[mat2.dtype.name]}"
+        )
+    out = _product("mm", S.unsqueeze(input, 0), S.unsqueeze(mat2, 0))
+    return S.squeeze(out, 0)
+
+
+def bmm(input, mat2):
+    """Batched matrix product of 3-D tensors with equal batch: [b, n, m] @ [b, m, p] gives [b, n, p]."""
+    _check_tensors("bmm", input=input, mat2=mat2)
+    if input.dim() != 3:
+        raise RuntimeError("batch1 must be a 3D tensor")
+    if mat2.dim() != 3:
+        raise RuntimeError("batch2 must be a 3D tensor")
+    nb, _, k = input.shape
+    if tuple(mat2.shape[:2]) != (nb, k):
+        raise RuntimeError(
+            f"Expected size for first two dimensions of batch2 tensor to be: [{nb}, {k}] but got: "
+            f"[{mat2.shape[0]}, {mat2.shape[1]}]."
+        )
+    if input.dtype is not mat2.dtype:
+        raise RuntimeError(
+            f"expected scalar type {_SCALAR_NAME[input.dtype.name]} but found {_SCALAR_NAME[mat2.dtype.name]}"
+        )
+    return _product("bmm", input, mat2)
+
+
+def mv(input, vec):
+    """Matrix-vector product: [n, m] @ [m] gives [n]. ``clgrad.mv(a, x)``."""
+    _check_tensors("mv", input=input, vec=vec)
+    if input.dim() != 2 or vec.dim() != 1:
+        raise RuntimeError(f"vector + matrix @ vector expected, got 1, {input.dim()}, {vec.dim()}")
+    if input.shape[1] != vec.shape[0]:
+        raise RuntimeError(f"size mismatch, got input ({input.shape[0]}), mat ({_shape(input)}), vec ({vec.shape[0]})")
+    if input.dtype is not vec.dtype:
+        v, m = _SCALAR_NAME[vec.dtype.name], _SCALAR_NAME[input.dtype.name]
+        raise RuntimeError(f"addmv input tensors must have the same dtype, but got {v}, {m}, and {v}")
+    out = _product("mv", S.unsqueeze(input, 0), vec._view((1, vec.shape[0], 1), (0, vec.stride(0), 1)))
+    return out._view((input.shape[0],), (1,))
+
+
+def dot(input, tensor):
+    """Dot product of two 1-D tensors of equal length, as a 0-dim tensor: ``clgrad.dot(x, y)``."""
+    _check_tensors("dot", input=input, tensor=tensor)
+    if input.dim() != 1 or tensor.dim() != 1:
+        raise RuntimeError(f"1D tensors expected, but got {input.dim()}D and {tensor.dim()}D tensors")
+    if input.dtype is not tensor.dtype:
+        raise RuntimeError(
+            f"dot : expected both vectors to have same dtype, but found {_SCALAR_NAME[input.dtype.name]} and "
+            f"{_SCALAR_NAME[tensor.dtype.name]}"
+        )
+    n1, n2 = input.shape[0], tensor.shape[0]
+    if n1 != n2:
+        raise RuntimeError(
+            f"inconsistent tensor size, expected tensor [{n1}] and src [{n2}] to have the same number of elements, "
+            f"but got {n1} and {n2} elements respectively"
+        )
+    a = input._view((1, 1, n1), (0, 0, input.stride(0)))
+    b = tensor._view((1, n2, 1), (0, tensor.stride(0), 1))
+    return _product("dot", a, b)._view((), ())
+
+
+def outer(input, vec2):
+    """Outer product of two 1-D tensors, with type promotion: [n] x [m] gives [n, m]."""
+    _check_tensors("outer", input=input, vec2=vec2)
+    for name, v in (("self", input), ("vec2", vec2)):
+        if v.dim() != 1:
+            raise RuntimeError(f"outer: Expected 1-D argument {name}, but got {v.dim()}-D")
+    return P.apply("mul", S.unsqueeze(input, 1), vec2)
+
+
+def _should_fold(t1, t2) -> bool:
+    """PyTorch's test for folding the larger operand's batch into its rows: one mm instead of a bmm,
+    taken only when the fold is a view (the leading dims are contiguous with each other)."""
+    big = t1 if t1.dim() >= t2.dim() else S.transpose(t2, -2, -1)
+    if not (big.dim() >= 3 and min(t1.dim(), t2.dim()) <= 2) or t1.dim() == 2:
+        return False
+    if big.numel() == 0:
+        return True
+    shape, strides = big.shape, big.stride()
+    return all(strides[i] == strides[i + 1] * shape[i + 1] for i in range(big.dim() - 2))
+
+
+def _folded(t1, t2):
+    """[..., n, m] @ [m(, p)] as one mm or mv; a 1-D left operand multiplies the transposed right one."""
+    transpose = t2.dim() > t1.dim()
+    if transpose:
+        t1, t2 = S.transpose(t2, -2, -1), t1
+    lead = tuple(t1.shape[:-1])
+    flat = S.reshape(t1, math.prod(lead), t1.shape[-1])
+    if t2.dim() == 1:
+        return S.view(mv(flat, t2), lead)
+    out = S.view(mm(flat, t2), lead + (t2.shape[1],))
+    return S.transpose(out, -2, -1).contiguous() if transpose else out
+
+
+def _batch_shape(b1: tuple, b2: tuple) -> tuple:
+    """Broadcast batch shapes, naming the failing dim the way PyTorch's infer_size does."""
+    ndim = max(len(b1), len(b2))
+    p1, p2 = (1,) * (ndim - len(b1)) + b1, (1,) * (ndim - len(b2)) + b2
+    for i, (x, y) in enumerate(zip(p1, p2)):
+        if x != y and x != 1 and y != 1:
+            raise RuntimeError(f"The size of tensor a ({x}) must match the size of tensor b ({y}) at non-singleton dimension {i}")
+    return tuple(y if x == 1 else x for x, y in zip(p1, p2))
+
+
+def _batched(t1, t2):
+    """N-D product with broadcast batch dims, flattened to one bmm."""
+    d1, d2 = t1.dim(), t2.dim()
+    n, m1 = (t1.shape[-2] if d1 > 1 else 1), t1.shape[-1]
+    m2, p = (t2.shape[-2] if d2 > 1 else t2.shape[0]), (t2.shape[-1] if d2 > 1 else 1)
+    batch = _batch_shape(tuple(t1.shape[: max(d1 - 2, 0)]), tuple(t2.shape[: max(d2 - 2, 0)]))
+    nb = math.prod(batch)
+    # reshape is a view when the broadcast batch dims merge into one stride, else a contiguous copy
+    a = S.reshape(S.expand(t1, batch + (n, m1)), nb, n, m1)
+    if d2 == 1:
+        b = S.unsqueeze(S.reshape(S.expand(t2, batch + (m2,)), nb, m2), 2)
+    else:
+        b = S.reshape(S.expand(t2, batch + (m2, p)), nb, m2, p)
+    out = bmm(a, b)
+    return S.view(out, batch + ((n,) if d1 > 1 else ()) + ((p,) if d2 > 1 else ()))
+
+
+def matmul(input, other):
+    """Matrix product with PyTorch's rules for 1-D (dot / vector), 2-D and batched N-D operands.
+
+    >>> clgrad.matmul(clgrad.ones(2, 1, 3, 4), clgrad.ones(5, 4, 2)).shape
+    clgrad.Size([2, 5, 3, 2])
+    """
+    _check_tensors("matmul", input=input, other=other)
+    d1, d2 = input.dim(), other.dim()
+    if d1 == 0 or d2 == 0:
+        raise RuntimeError(f"both arguments to matmul need to be at least 1D, but they are {d1}D and {d2}D")
+    if d1 == 1 and d2 == 1:
+        return dot(input, other)
+    if d1 == 2 and d2 == 1:
+        return mv(input, other)
+    if d1 == 1 and d2 == 2:
+        return S.squeeze(mm(S.unsqueeze(input, 0), other), 0)
+    if d1 == 2 and d2 == 2:
+        return mm(input, other)
+    if _should_fold(input, other):
+        return _folded(input, other)
+    return _batched(input, other)
+
+
+def _matmul_method(self, other):
+    return matmul(self, other) if P.is_tensor(other) else NotImplemented
+
+
+def _rmatmul_method(self, other):
+    return matmul(other, self) if P.is_tensor(other) else NotImplemented
 
 
 def install(T) -> None:
     """Attach this module's ops to Tensor as methods."""
+    for name in __all__:
+        setattr(T, name, globals()[name])
+    T.__matmul__ = _matmul_method
+    T.__rmatmul__ = _rmatmul_method

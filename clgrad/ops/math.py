@@ -1,6 +1,9 @@
 """Public elementwise functions: ``clgrad.add``, ``clgrad.exp``, ``clgrad.where`` … built on ``pointwise.apply``."""
 from __future__ import annotations
 
+import numpy as np
+
+from .. import dtypes as D
 from ..backends.ewtable import OPS
 from . import pointwise as P
 
@@ -27,19 +30,40 @@ def _binary(name):
 
 
 FUNCS = {name: _unary(name) for name in UNARY} | {name: _binary(name) for name in BINARY}
+# PyTorch's longer names for the same functions
+FUNCS |= {"bitwise_left_shift": FUNCS["lshift"], "bitwise_right_shift": FUNCS["rshift"],
+          "greater_equal": FUNCS["ge"], "less_equal": FUNCS["le"]}
+
+
+def _scaled(input, other, alpha, op: str):
+    """``alpha * other`` in the dtype ``input op other`` computes in, after PyTorch's alpha checks."""
+    P.check_operands(op, (input, other))
+    rt = D.result_type(input, other)
+    if isinstance(alpha, bool) and rt is not D.bool:
+        raise RuntimeError("Boolean alpha only supported for Boolean results.")
+    if rt.kind != "f" and not isinstance(alpha, (int, np.integer)):
+        raise RuntimeError("For integral input tensors, argument alpha must not be a floating point number.")
+    if P.is_tensor(other):
+        other = P.apply("mul", other, alpha, compute=rt)
+    else:
+        other = other * alpha
+    return other, rt
 
 
 def add(input, other, *, alpha=1, out=None):
-    """``input + alpha * other`` with broadcasting and type promotion."""
-    if alpha != 1:
-        other = P.apply("mul", other, alpha)
-    return P.apply("add", input, other, out=out)
+    """``input + alpha * other`` with broadcasting and type promotion: ``clgrad.add(x, y, alpha=2)``."""
+    if type(alpha) is int and alpha == 1:
+        return P.apply("add", input, other, out=out)
+    other, rt = _scaled(input, other, alpha, "add")
+    return P.apply("add", input, other, out=out, compute=rt)
 
 
 def sub(input, other, *, alpha=1, out=None):
-    if alpha != 1:
-        other = P.apply("mul", other, alpha)
-    return P.apply("sub", input, other, out=out)
+    """``input - alpha * other`` with broadcasting and type promotion: ``clgrad.sub(x, 1)``."""
+    if type(alpha) is int and alpha == 1:
+        return P.apply("sub", input, other, out=out)
+    other, rt = _scaled(input, other, alpha, "sub")
+    return P.apply("sub", input, other, out=out, compute=rt)
 
 
 def div(input, other, *, rounding_mode=None, out=None):
@@ -54,6 +78,7 @@ def div(input, other, *, rounding_mode=None, out=None):
 
 
 def rsub(input, other, *, alpha=1):
+    """``other - alpha * input``: ``clgrad.rsub(x, 1)`` is ``1 - x``."""
     return sub(other, input, alpha=alpha)
 
 
@@ -61,23 +86,20 @@ def where(condition, input=None, other=None):
     """``input`` where ``condition`` holds, else ``other`` (tensors or scalars, broadcast)."""
     if input is None and other is None:
         raise NotImplementedError("where(condition) (nonzero) is not implemented yet")
-    if not P.is_tensor(condition):
-        raise TypeError(f"where(): argument 'condition' must be Tensor, not {type(condition).__name__}")
     return P.apply("where", condition, input, other)
 
 
 def clamp(input, min=None, max=None, *, out=None):  # noqa: A002 - PyTorch's names
-    """Limit values to [min, max]; either bound may be None, a number or a tensor."""
+    """Limit values to [min, max]; either bound may be None, a number or a tensor: ``x.clamp(min=0)``."""
     if min is None and max is None:
         raise RuntimeError("torch.clamp: At least one of 'min' or 'max' must not be None")
+    bounds = [b for b in (min, max) if b is not None]
+    P.check_operands("clamp", (input, *bounds))
+    compute = D.result_type(input, *bounds)
+    if compute is D.bool:
+        raise P.unsupported("clamp", compute, input.device if P.is_tensor(input) else "cpu")
     if max is None:
-        return P.apply("maximum", input, min, out=out, compute=_clamp_dtype(input, min))
+        return P.apply("maximum", input, min, out=out, compute=compute)
     if min is None:
-        return P.apply("minimum", input, max, out=out, compute=_clamp_dtype(input, max))
-    return P.apply("clamp", input, min, max, out=out, compute=_clamp_dtype(input, min, max))
-
-
-def _clamp_dtype(input, *bounds):
-    from .. import dtypes as D
-
-    return D.result_type(input, *bounds)
+        return P.apply("minimum", input, max, out=out, compute=compute)
+    return P.apply("clamp", input, min, max, out=out, compute=compute)

@@ -77,6 +77,8 @@ def install(T) -> None:
     T.absolute, T.negative, T.greater, T.less, T.not_equal = T.abs, T.neg, T.gt, T.lt, T.ne
     T.clamp_min = lambda self, min: M.clamp(self, min=min)  # noqa: A002
     T.clamp_max = lambda self, max: M.clamp(self, max=max)  # noqa: A002
+    T.clamp_min_ = lambda self, min: M.clamp(self, min=min, out=self)  # noqa: A002
+    T.clamp_max_ = lambda self, max: M.clamp(self, max=max, out=self)  # noqa: A002
 
     # operators
     for name, dunder in _DUNDER.items():

@@ -1,29 +1,40 @@
 """Elementwise ops: promotion, device checks and broadcasting in one place, then one backend call."""
 from __future__ import annotations
 
+import numpy as np
+
 from .. import backends
 from .. import dtypes as D
 from ..backends.ewtable import OPS
 from .views import broadcast_shapes
+
+_MASK_HINT = "If you are trying to invert a mask, use the `~` or `logical_not()` operator instead."
+# PyTorch's own words where an op rejects bool operands with a hint rather than a plain "not implemented"
+_BOOL_ERRORS = {
+    "neg": "Negation, the `-` operator, on a bool tensor is not supported. " + _MASK_HINT,
+    "relu": "Boolean inputs not supported for relu",
+}
 
 
 def is_tensor(x) -> bool:
     return hasattr(x, "_storage")
 
 
-def common_device(tensors):
-    """The device all tensors live on. 0-dim cpu tensors may join any device, as in PyTorch."""
-    dev = None
-    for t in tensors:
-        if t.device.type == "cpu" and t.dim() == 0:
-            continue
-        if dev is None:
-            dev = t.device
-        elif t.device != dev:
+def _is_number(x) -> bool:
+    return isinstance(x, (int, float, bool, np.number, np.bool_))
+
+
+def common_device(tensors, outputs=()):
+    """The device an op runs on, checked as PyTorch's TensorIterator does: the first non-cpu device among
+    outputs and inputs; every other tensor must be on it, except 0-dim cpu inputs (they travel as scalars)."""
+    everything = [*outputs, *tensors]
+    dev = next((t.device for t in everything if t.device.type != "cpu"), everything[0].device)
+    for t in everything:
+        if t.device != dev and not (t.device.type == "cpu" and t.dim() == 0 and not any(t is o for o in outputs)):
             raise RuntimeError(
                 f"Expected all tensors to be on the same device, but found at least two devices, {dev} and {t.device}!"
             )
-    return dev if dev is not None else tensors[0].device
+    return dev
 
 
 def can_cast(src: D.dtype, dst: D.dtype) -> bool:
@@ -35,60 +46,114 @@ def can_cast(src: D.dtype, dst: D.dtype) -> bool:
     return True
 
 
-def _unsupported(op: str, dt: D.dtype, dev) -> NotImplementedError:
-    return NotImplementedError(f"'{op}' is not implemented for dtype {dt.name} on device {dev}")
+def unsupported(op: str, dt: D.dtype, dev) -> NotImplementedError:
+    """PyTorch's error for a dtype an op has no kernel for, naming the device too."""
+    return NotImplementedError(f"\"{op}\" not implemented for '{dt.scalar_name}' (dtype {dt.name}) on device {dev}")
 
 
 def compute_dtype(op: str, operands, dev) -> D.dtype:
+    """The dtype ``op`` computes in: the promoted dtype, floats for float-only ops, checked against the table."""
     entry = OPS[op]
     rt = D.result_type(*operands)
+    if op == "square" and rt is D.bool:
+        rt = D.int64  # PyTorch's square is pow(x, 2), and bool ** int promotes to int64
+    if rt.kind not in entry.allow:
+        if rt is D.bool and op in _BOOL_ERRORS:
+            raise RuntimeError(_BOOL_ERRORS[op])
+        raise unsupported(op, rt, dev)
     if entry.kind == "float":
         return D.float_of(rt)
-    if entry.kind == "int" and rt.kind == "f":
-        raise _unsupported(op, rt, dev)
     return rt
+
+
+def _check_sub(a, b):
+    kinds = [x.dtype is D.bool if is_tensor(x) else isinstance(x, (bool, np.bool_)) for x in (a, b)]
+    if all(kinds):
+        raise RuntimeError(
+            "Subtraction, the `-` operator, with two bool tensors is not supported. Use the `^` or `logical_xor()` operator instead."
+        )
+    if any(kinds):
+        raise RuntimeError("Subtraction, the `-` operator, with a bool tensor is not supported. " + _MASK_HINT)
+
+
+def _check_pow(base, exponent):
+    if (is_tensor(base) and base.dtype.kind in "biu" and isinstance(exponent, (int, np.integer))
+            and not isinstance(exponent, bool) and exponent < 0):
+        raise RuntimeError("Integers to negative integer powers are not allowed.")
+
+
+def _check_where(condition, *_):
+    if not is_tensor(condition):
+        raise TypeError(f"where(): argument 'condition' must be Tensor, not {type(condition).__name__}")
+    if condition.dtype not in (D.bool, D.uint8):
+        raise RuntimeError(
+            f"where expected condition to be a boolean tensor, but got a tensor with dtype {condition.dtype.scalar_name}"
+        )
+
+
+# PyTorch's argument checks that go beyond dtype promotion, run before anything is computed
+_CHECKS = {"sub": _check_sub, "pow": _check_pow, "where": _check_where}
+
+
+def check_operands(op: str, operands) -> None:
+    """Operand types and PyTorch's op-specific argument checks (bool subtraction, negative int powers...)."""
+    for x in operands:
+        if not is_tensor(x) and not _is_number(x):
+            raise TypeError(f"{op}(): expected Tensor or number operands, but got {type(x).__name__}")
+    if not any(is_tensor(x) for x in operands):
+        raise TypeError(f"{op}(): argument 'input' (position 1) must be Tensor, not {type(operands[0]).__name__}")
+    if op in _CHECKS:
+        _CHECKS[op](*operands)
+
+
+def _output(shape, result_dtype, dev, out):
+    """A new result tensor, or ``out`` checked for shape and castability as PyTorch checks it."""
+    from ..tensor import Tensor
+
+    if out is None:
+        return Tensor._empty(shape, result_dtype, dev)
+    if out.shape != shape and broadcast_shapes(out.shape, shape) != out.shape:
+        raise RuntimeError(
+            f"output with shape {list(out.shape)} doesn't match the broadcast shape {list(broadcast_shapes(out.shape, shape))}"
+        )
+    if not can_cast(result_dtype, out.dtype):
+        raise RuntimeError(
+            f"result type {result_dtype.scalar_name} can't be cast to the desired output type {out.dtype.scalar_name}"
+        )
+    return out
 
 
 def apply(op: str, *operands, out=None, compute: D.dtype | None = None):
     """Run elementwise ``op`` over tensors and Python scalars, broadcasting, into ``out`` or a new tensor."""
-    from ..tensor import Tensor
-
     entry = OPS[op]
-    tensors = [x for x in operands if is_tensor(x)]
-    if out is not None:
-        tensors = tensors + [out]
-    for x in operands:
-        if not is_tensor(x) and not isinstance(x, (int, float, bool)) and not hasattr(x, "dtype"):
-            raise TypeError(f"{op}(): expected Tensor or number operands, but got {type(x).__name__}")
-    dev = common_device(tensors)
-    promote = [x for k, x in enumerate(operands) if k not in entry.bool_args]
+    check_operands(op, operands)
+    dev = common_device([x for x in operands if is_tensor(x)], () if out is None else (out,))
     if compute is None:
-        compute = compute_dtype(op, promote, dev)
+        compute = compute_dtype(op, [x for k, x in enumerate(operands) if k not in entry.bool_args], dev)
     result_dtype = D.bool if entry.predicate else compute
     shape = broadcast_shapes(*(x.shape for x in operands if is_tensor(x)))
-    if out is None:
-        out = Tensor._empty(shape, result_dtype, dev)
-    else:
-        if out.shape != shape:
-            if broadcast_shapes(out.shape, shape) != out.shape:
-                raise RuntimeError(
-                    f"output with shape {list(out.shape)} doesn't match the broadcast shape {list(broadcast_shapes(out.shape, shape))}"
-                )
-            shape = out.shape
-        if not can_cast(result_dtype, out.dtype):
-            raise RuntimeError(f"result type {result_dtype.name} can't be cast to the desired output type {out.dtype.name}")
+    out = _output(shape, result_dtype, dev, out)
+    shape = out.shape
     inputs = []
-    for x in operands:
+    for k, x in enumerate(operands):
         if is_tensor(x):
             if x.device != dev:  # a 0-dim cpu tensor next to device tensors travels as a scalar
-                x = x.item()
-            elif x.shape != shape:
-                x = x.expand(shape)
-            elif x._storage is out._storage and x is not out and not x._same_view(out):
-                x = x.clone()  # partially overlapping views: read a snapshot, as numpy does
+                x = _host_scalar(x, D.bool if k in entry.bool_args else compute)
+            else:
+                if x._storage is out._storage and x is not out and not x._same_view(out):
+                    x = x.clone()  # partially overlapping views: read a snapshot, as numpy does
+                if x.shape != shape:
+                    x = x.expand(shape)
         inputs.append(x)
     backends.get(dev).elementwise(op, out, inputs, compute)
     return out
+
+
+def _host_scalar(t, compute: D.dtype):
+    """The value of a 0-dim cpu tensor, converted to the compute dtype as the tensor itself would be."""
+    from ..backends.cpu import cast, view_of
+
+    return cast(view_of(t), compute)[()]
 
 
 def cast_into(out, src):
@@ -105,8 +170,6 @@ def cast_into(out, src):
 def fill(out, value):
     """Set every element of ``out`` to a Python scalar, converted to ``out``'s dtype on the host."""
     from ..backends.cpu import cast
-
-    import numpy as np
 
     value = cast(np.array(value), out.dtype)[()]
     backends.get(out.device).elementwise("identity", out, [value], out.dtype)

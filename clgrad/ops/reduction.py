@@ -1,8 +1,224 @@
-"""Public reduction ops."""
+"""Public reduction ops with PyTorch's signatures, result dtypes and errors: ``clgrad.sum(x, dim=1)``.
+
+Every op checks its arguments, allocates a contiguous result of the input's shape with 1 on the
+reduced dims, and makes one ``reduce`` primitive call; dropping the reduced dims is then a free view.
+"""
 from __future__ import annotations
 
-__all__: list[str] = []
+import math
+
+from .. import backends
+from .. import dtypes as D
+from .views import contiguous_strides, wrap_dim
+
+__all__ = ["sum", "mean", "prod", "max", "min", "amax", "amin", "argmax", "argmin", "all", "any"]
+
+# torch's ScalarType names, which its error messages use
+_TORCH_NAMES = {"bool": "Bool", "uint8": "Byte", "int8": "Char", "int16": "Short", "int32": "Int", "int64": "Long",
+                "float16": "Half", "float32": "Float", "float64": "Double"}
+
+
+class _ReturnType(tuple):
+    """``(values, indices)`` as ``torch.return_types.max``: a tuple with named fields."""
+
+    _name = ""
+
+    def __new__(cls, values, indices):
+        return tuple.__new__(cls, (values, indices))
+
+    @property
+    def values(self):
+        return self[0]
+
+    @property
+    def indices(self):
+        return self[1]
+
+    def __repr__(self) -> str:
+        return f"clgrad.return_types.{self._name}(\nvalues={self[0]!r},\nindices={self[1]!r})"
+
+
+RETURN_TYPES = {name: type(name, (_ReturnType,), {"_name": name, "__slots__": ()}) for name in ("max", "min")}
+
+
+def _dims(name: str, t, dim, *, tuple_ok: bool = True, empty_is_all: bool = True) -> tuple:
+    """Sorted, wrapped reduced dims; None (and, for most ops, ``()``) means every dim."""
+    nd = t.dim()
+    if dim is None:
+        return tuple(range(nd))
+    if isinstance(dim, (tuple, list)):
+        if not tuple_ok:
+            raise TypeError(f"{name}(): argument 'dim' must be int, not {type(dim).__name__}")
+        if not dim and empty_is_all:
+            return tuple(range(nd))
+        dims = [wrap_dim(d, nd) for d in dim]
+        for d in dims:
+            if dims.count(d) > 1:
+                raise RuntimeError(f"dim {d} appears multiple times in the list of dims")
+        return () if nd == 0 else tuple(sorted(dims))
+    d = wrap_dim(dim, nd)
+    return () if nd == 0 else (d,)
+
+
+def _check_nonempty(name: str, t, dims, *, specified: bool, exc=RuntimeError, hint: bool = True) -> None:
+    """max-like ops have no identity: reducing zero elements is an error, worded as torch words it."""
+    if not specified:
+        if t.numel() == 0:
+            more = " Specify the reduction dim with the 'dim' argument." if hint else ""
+            raise exc(f"{name}(): Expected reduction dim to be specified for input.numel() == 0.{more}")
+        return
+    for d in dims:
+        if t.shape[d] == 0:
+            raise IndexError(f"{name}(): Expected reduction dim {d} to have non-zero size.")
+
+
+def _run(op: str, t, dims: tuple, keepdim: bool, out_dtype: D.dtype, with_idx: bool = False):
+    """One ``reduce`` primitive call; returns (values, indices or None) with the reduced dims dropped unless keepdim."""
+    from ..tensor import Tensor
+
+    kept = tuple(1 if d in dims else n for d, n in enumerate(t.shape))
+    out = Tensor._empty(kept, out_dtype, t.device)
+    idx = Tensor._empty(kept, D.int64, t.device) if with_idx else None
+    backends.get(t.device).reduce(op, t, dims, out, idx)
+    if keepdim:
+        return out, idx
+    shape = tuple(n for d, n in enumerate(t.shape) if d not in dims)
+    strides = contiguous_strides(shape)
+    return out._view(shape, strides), None if idx is None else idx._view(shape, strides)
+
+
+def _cast(t, dtype):
+    return t if dtype is None or D.as_dtype(dtype) is t.dtype else t.to(D.as_dtype(dtype))
+
+
+def sum(input, dim=None, keepdim=False, *, dtype=None):  # noqa: A001 - torch's name
+    """Sum over ``dim`` (int, tuple or None for all); bool and integer inputs give int64.
+
+    >>> clgrad.sum(clgrad.tensor([[1, 2], [3, 4]]), dim=0)  # tensor([4, 6])
+    """
+    dims = _dims("sum", input, dim)
+    input = _cast(input, dtype)
+    out_dt = input.dtype if dtype is not None or input.dtype.kind == "f" else D.int64
+    return _run("sum", input, dims, keepdim, out_dt)[0]
+
+
+def mean(input, dim=None, keepdim=False, *, dtype=None):
+    """Arithmetic mean over ``dim``; floating inputs only (float16 accumulates in float32)."""
+    dims = _dims("mean", input, dim)
+    dt = input.dtype if dtype is None else D.as_dtype(dtype)
+    if dt.kind != "f":
+        which = "Input" if dtype is None else "Optional"
+        raise RuntimeError(
+            f"mean(): could not infer output dtype. {which} dtype must be either a floating point or complex dtype. "
+            f"Got: {_TORCH_NAMES[dt.name]}"
+        )
+    input = _cast(input, dtype)
+    total = _run("sum", input, dims, keepdim, D.float32 if dt is D.float16 else dt)[0]
+    count = math.prod(input.shape[d] for d in dims)
+    from .pointwise import apply
+
+    out = total if dt is total.dtype else _empty_like(total, dt)
+    return apply("div", total, count, out=out)  # 0 / 0 makes an empty mean nan, as in torch
+
+
+def _empty_like(t, dt):
+    from ..tensor import Tensor
+
+    return Tensor._empty(t.shape, dt, t.device)
+
+
+def prod(input, dim=None, keepdim=False, *, dtype=None):
+    """Product over ``dim`` (an int) or of all elements; bool and integer inputs give int64."""
+    dims = _dims("prod", input, dim, tuple_ok=False)
+    input = _cast(input, dtype)
+    out_dt = input.dtype if dtype is not None or input.dtype.kind == "f" else D.int64
+    return _run("prod", input, dims, keepdim, out_dt)[0]
+
+
+def _max_min(name: str, input, dim, keepdim, other):
+    from .math import FUNCS
+    from .pointwise import is_tensor
+
+    if other is not None or is_tensor(dim):
+        return FUNCS["maximum" if name == "max" else "minimum"](input, dim if other is None else other)
+    if dim is None:
+        if keepdim:
+            raise TypeError(f"{name}() received an invalid combination of arguments - got (keepdim=bool, ): "
+                            f"keepdim needs dim")
+        _check_nonempty(name, input, (), specified=False)
+        return _run(name, input, tuple(range(input.dim())), False, input.dtype)[0]
+    dims = _dims(name, input, dim, tuple_ok=False)
+    _check_nonempty(name, input, dims, specified=True)
+    return RETURN_TYPES[name](*_run(name, input, dims, keepdim, input.dtype, with_idx=True))
+
+
+def max(input, dim=None, keepdim=False, *, other=None):  # noqa: A001 - torch's name
+    """``max(x)``: the largest value; ``max(x, dim)``: ``(values, indices)`` (first occurrence, NaN wins);
+    ``max(x, y)``: elementwise maximum."""
+    return _max_min("max", input, dim, keepdim, other)
+
+
+def min(input, dim=None, keepdim=False, *, other=None):  # noqa: A001 - torch's name
+    """``min(x)``, ``min(x, dim)`` -> ``(values, indices)``, ``min(x, y)``: as ``max``."""
+    return _max_min("min", input, dim, keepdim, other)
+
+
+def _amax_amin(name: str, input, dim, keepdim):
+    dims = _dims(name, input, dim)
+    _check_nonempty(name, input, dims, specified=bool(_as_tuple(dim)))
+    return _run(name[1:], input, dims, keepdim, input.dtype)[0]
+
+
+def _as_tuple(dim) -> tuple:
+    return () if dim is None else tuple(dim) if isinstance(dim, (tuple, list)) else (dim,)
+
+
+def amax(input, dim=(), keepdim=False):
+    """Largest values over ``dim`` (int or tuple; ``()`` means all), NaN propagating; no indices."""
+    return _amax_amin("amax", input, dim, keepdim)
+
+
+def amin(input, dim=(), keepdim=False):
+    """Smallest values over ``dim`` (int or tuple; ``()`` means all), NaN propagating; no indices."""
+    return _amax_amin("amin", input, dim, keepdim)
+
+
+def _arg(name: str, input, dim, keepdim):
+    if input.dtype is D.bool:
+        raise RuntimeError(f"{name}(): does not support bool input")
+    dims = _dims(name, input, dim, tuple_ok=False)
+    _check_nonempty(name, input, dims, specified=dim is not None, exc=IndexError, hint=False)
+    # dim=None reduces every dim in order, so the index is the row-major position in the flattened input
+    return _run(name[3:], input, dims, keepdim, input.dtype, with_idx=True)[1]
+
+
+def argmax(input, dim=None, keepdim=False):
+    """Index of the largest value (first occurrence; a NaN wins) over ``dim``, or in the flattened input."""
+    return _arg("argmax", input, dim, keepdim)
+
+
+def argmin(input, dim=None, keepdim=False):
+    """Index of the smallest value (first occurrence; a NaN wins) over ``dim``, or in the flattened input."""
+    return _arg("argmin", input, dim, keepdim)
+
+
+def _all_any(name: str, input, dim, keepdim):
+    # torch: dim=() reduces nothing here, unlike sum; uint8 inputs keep uint8 results
+    dims = _dims(name, input, dim, empty_is_all=False)
+    return _run(name, input, dims, keepdim, D.uint8 if input.dtype is D.uint8 else D.bool)[0]
+
+
+def all(input, dim=None, keepdim=False):  # noqa: A001 - torch's name
+    """Whether every element over ``dim`` (int, tuple or None) is nonzero."""
+    return _all_any("all", input, dim, keepdim)
+
+
+def any(input, dim=None, keepdim=False):  # noqa: A001 - torch's name
+    """Whether any element over ``dim`` (int, tuple or None) is nonzero."""
+    return _all_any("any", input, dim, keepdim)
 
 
 def install(T) -> None:
     """Attach this module's ops to Tensor as methods."""
+    for name in __all__:
+        setattr(T, name, globals()[name])

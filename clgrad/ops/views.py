@@ -13,47 +13,68 @@ def contiguous_strides(shape) -> tuple:
     return tuple(reversed(strides))
 
 
-def wrap_dim(dim, ndim: int) -> int:
-    """Normalise a possibly negative dim, with PyTorch's IndexError for an out-of-range one."""
+def wrap_dim(dim, ndim: int, scalar_ok: bool = True) -> int:
+    """Normalise a possibly negative dim, with PyTorch's IndexError for an out-of-range one.
+
+    A 0-dim tensor accepts dims 0 and -1 as if it had one dim (``squeeze``, ``sum``), except where
+    PyTorch says it has none (``size(0)``, ``stride(0)``): pass ``scalar_ok=False`` there.
+    """
     if not isinstance(dim, Integral) or isinstance(dim, bool):
         raise TypeError(f"dim must be an int, got {type(dim).__name__}")
+    if ndim == 0 and not scalar_ok:
+        raise IndexError(f"Dimension specified as {dim} but tensor has no dimensions")
     n = max(ndim, 1)
     if not -n <= dim < n:
         raise IndexError(f"Dimension out of range (expected to be in range of [{-n}, {n - 1}], but got {dim})")
-    return dim % n
+    return int(dim) % n
 
 
-def as_size(args) -> tuple:
-    """Accept ``f(2, 3)``, ``f((2, 3))`` and ``f([2, 3])`` size arguments."""
-    if len(args) == 1 and isinstance(args[0], (tuple, list)):
-        args = tuple(args[0])
-    if len(args) == 1 and hasattr(args[0], "__iter__") and not hasattr(args[0], "_storage"):
+def _is_tensor(x) -> bool:
+    return hasattr(x, "_storage")
+
+
+def as_size(args, fn: str | None = None) -> tuple:
+    """Accept ``f(2, 3)``, ``f((2, 3))``, ``f([2, 3])`` and ``f(clgrad.Size([2, 3]))`` size arguments.
+
+    ``fn`` names the caller in the TypeError for a non-int entry, as PyTorch's argument parser does.
+    """
+    if len(args) == 1 and not _is_tensor(args[0]) and hasattr(args[0], "__iter__"):
         args = tuple(args[0])
     out = []
     for a in args:
-        if hasattr(a, "_storage") and a.numel() == 1 and a.dtype.kind in "iu":
+        if _is_tensor(a) and a.numel() == 1 and a.dtype.kind in "iu":
             a = a.item()
         if not isinstance(a, Integral) or isinstance(a, bool):
-            raise TypeError(f"size must be a tuple of ints, but got an element of type {type(a).__name__}")
+            what = type(a).__name__
+            if fn is None:
+                raise TypeError(f"size must be a tuple of ints, but got an element of type {what}")
+            raise TypeError(f"{fn}(): argument 'size' (position 1) must be tuple of ints, but found element of type {what} at pos {len(out)}")
         out.append(int(a))
     return tuple(out)
 
 
 def infer_size(shape, numel: int) -> tuple:
+    """Fill in the one ``-1`` of ``shape`` so it holds ``numel`` elements (PyTorch's infer_size)."""
     shape = list(shape)
-    neg = [i for i, n in enumerate(shape) if n == -1]
-    if len(neg) > 1:
-        raise RuntimeError("only one dimension can be inferred")
-    if any(n < -1 for n in shape):
-        raise RuntimeError(f"invalid shape dimension {min(shape)}")
+    infer = None
+    for i, n in enumerate(shape):
+        if n == -1:
+            if infer is not None:
+                raise RuntimeError("only one dimension can be inferred")
+            infer = i
+        elif n < 0:
+            raise RuntimeError(f"invalid shape dimension {n} at index {i} of shape {shape}")
     known = math.prod(n for n in shape if n != -1)
-    if neg:
-        if known == 0 or numel % known:
-            raise RuntimeError(f"shape '{list(shape)}' is invalid for input of size {numel}")
-        shape[neg[0]] = numel // known
-    elif known != numel:
-        raise RuntimeError(f"shape '{list(shape)}' is invalid for input of size {numel}")
-    return tuple(shape)
+    if numel == known or (infer is not None and known > 0 and numel % known == 0):
+        if infer is not None:
+            if known == 0:
+                raise RuntimeError(
+                    f"cannot reshape tensor of 0 elements into shape {shape} because the unspecified dimension "
+                    "size -1 can be any value and is ambiguous"
+                )
+            shape[infer] = numel // known
+        return tuple(shape)
+    raise RuntimeError(f"shape '{shape}' is invalid for input of size {numel}")
 
 
 def view_strides(old_shape, old_strides, new_shape):
@@ -63,7 +84,7 @@ def view_strides(old_shape, old_strides, new_shape):
     into any new dims of the same total size.
     """
     if math.prod(old_shape) == 0:
-        return contiguous_strides(new_shape)
+        return tuple(old_strides) if tuple(old_shape) == tuple(new_shape) else contiguous_strides(new_shape)
     new_strides = [0] * len(new_shape)
     view_d = len(new_shape) - 1
     chunk_base = old_strides[-1] if old_strides else 1
@@ -86,7 +107,7 @@ def view_strides(old_shape, old_strides, new_shape):
 
 
 def broadcast_shapes(*shapes) -> tuple:
-    """numpy broadcasting, with PyTorch's error message."""
+    """numpy broadcasting, with PyTorch's error message (the dim is counted in the result)."""
     ndim = max((len(s) for s in shapes), default=0)
     out = [1] * ndim
     for s in shapes:
@@ -96,23 +117,29 @@ def broadcast_shapes(*shapes) -> tuple:
                 out[d] = n
             elif n != 1 and n != out[d]:
                 raise RuntimeError(
-                    f"The size of tensor a ({out[d]}) must match the size of tensor b ({n}) at non-singleton dimension {i}"
+                    f"The size of tensor a ({out[d]}) must match the size of tensor b ({n}) at non-singleton dimension {d}"
                 )
     return tuple(out)
 
 
-def expand_strides(shape, strides, new_shape):
-    """Strides that broadcast (shape, strides) to ``new_shape``; -1 in new_shape keeps a size."""
+def expand_strides(shape, strides, new_shape, what: str = "Tensor"):
+    """Strides that broadcast (shape, strides) to ``new_shape``; -1 in new_shape keeps a size.
+
+    ``what`` names the tensor's type in PyTorch's error for too few sizes (``clgrad.FloatTensor``).
+    """
     if len(new_shape) < len(shape):
         raise RuntimeError(
-            f"expand: the number of sizes provided ({len(new_shape)}) must be greater or equal to the number of dimensions in the tensor ({len(shape)})"
+            f"expand({what}{{{list(shape)}}}, size={list(new_shape)}): the number of sizes provided "
+            f"({len(new_shape)}) must be greater or equal to the number of dimensions in the tensor ({len(shape)})"
         )
     lead = len(new_shape) - len(shape)
     out_shape, out_strides = [], []
     for i, n in enumerate(new_shape):
+        if n < -1:
+            raise RuntimeError(f"Trying to create tensor with negative dimension {n}: {list(new_shape)}")
         if i < lead:
-            if n < 0:
-                raise RuntimeError(f"expand: -1 is not allowed in a leading, non-existing dimension {i}")
+            if n == -1:
+                raise RuntimeError(f"The expanded size of the tensor (-1) isn't allowed in a leading, non-existing dimension {i}")
             out_shape.append(n)
             out_strides.append(0)
             continue
@@ -132,50 +159,125 @@ def expand_strides(shape, strides, new_shape):
     return tuple(out_shape), tuple(out_strides)
 
 
+# ---- memory overlap (PyTorch's MemOverlap.cpp) ---------------------------------------------
+
+
+def is_non_overlapping_and_dense(shape, strides) -> bool:
+    """Whether the elements fill a block of memory exactly once, in some dim order."""
+    if len(shape) == 1:
+        return shape[0] < 2 or strides[0] == 1
+    expect = 1
+    for st, n in sorted((st, n) for n, st in zip(shape, strides) if n != 1):
+        if st != expect:
+            return False
+        expect *= n
+    return True
+
+
+def dense_strides_like(shape, strides) -> tuple:
+    """The strides a ``*_like``, ``clone`` or ``to`` result gets (``torch.preserve_format``): the
+    input's own when it is dense and non-overlapping (a transpose stays a transpose), else contiguous."""
+    if math.prod(shape) and is_non_overlapping_and_dense(shape, strides):
+        return tuple(strides)
+    return contiguous_strides(shape)
+
+
+def check_no_internal_overlap(t) -> None:
+    """Refuse to write into a tensor in which several elements share memory (an expanded tensor)."""
+    if is_non_overlapping_and_dense(t._shape, t._strides):
+        return
+    if any(st == 0 and n > 1 for n, st in zip(t._shape, t._strides)):
+        raise RuntimeError(
+            "unsupported operation: more than one element of the written-to tensor refers to a single memory "
+            "location. Please clone() the tensor before performing the operation."
+        )
+
+
+def check_no_partial_overlap(a, b) -> None:
+    """Refuse ``a.copy_(b)`` when ``b`` overlaps ``a``'s memory without being the same view of it.
+
+    Like PyTorch only dense operands are compared; strided ones that interleave (``c[:, 1] = c[:, 2]``)
+    are allowed, and the copy then reads a snapshot of the source.
+    """
+    if a._storage is not b._storage or not a.numel() or not b.numel():
+        return
+    if not (is_non_overlapping_and_dense(a._shape, a._strides) and is_non_overlapping_and_dense(b._shape, b._strides)):
+        return
+    a0, a1 = a._offset, a._offset + a.numel()
+    b0, b1 = b._offset, b._offset + b.numel()
+    if (a0, a1) == (b0, b1) and a._strides == b._strides:
+        return  # the same memory, element for element
+    if a0 < b1 and b0 < a1:
+        raise RuntimeError(
+            "unsupported operation: some elements of the input tensor and the written-to tensor refer to a single "
+            "memory location. Please clone() the tensor before performing the operation."
+        )
+
+
+# ---- basic indexing --------------------------------------------------------------------------
+
+_INVALID_INDEX = "only integers, slices (`:`), ellipsis (`...`), None and long or byte Variables are valid indices (got {})"
+
+
+def _index_item(item):
+    """An index entry as int, slice, None or Ellipsis; "advanced" for a tensor/list/bool index."""
+    if item is None or item is Ellipsis or isinstance(item, slice):
+        return item
+    if isinstance(item, bool) or type(item).__name__ == "bool_":
+        return "advanced"
+    if isinstance(item, Integral):
+        return int(item)
+    if _is_tensor(item):
+        # a 0-dim integer tensor indexes like the int it holds, as in PyTorch
+        return int(item.item()) if item.dim() == 0 and item.dtype.kind in "iu" else "advanced"
+    if isinstance(item, (list, tuple)) or hasattr(item, "__array__"):
+        return "advanced"
+    raise IndexError(_INVALID_INDEX.format(type(item).__name__))
+
+
 def basic_index(t, index):
     """Resolve ints, slices (with steps), None and ... into a view's (shape, strides, offset).
 
     Returns None when the index needs advanced indexing (tensors, lists, bools).
     """
-    if not isinstance(index, tuple):
-        index = (index,)
-    for item in index:
-        if not (item is None or item is Ellipsis or isinstance(item, (slice, Integral))) or isinstance(item, bool):
-            return None
-    n_ellipsis = sum(item is Ellipsis for item in index)
-    if n_ellipsis > 1:
+    items = [_index_item(i) for i in (index if isinstance(index, tuple) else (index,))]
+    if any(isinstance(i, str) for i in items):
+        return None
+    if sum(i is Ellipsis for i in items) > 1:
         raise IndexError("an index can only have a single ellipsis ('...')")
-    used = sum(1 for item in index if item is not None and item is not Ellipsis)
+    used = sum(1 for i in items if i is not None and i is not Ellipsis)
+    if t.dim() == 0 and used:
+        if any(isinstance(i, int) for i in items):
+            raise IndexError(
+                "invalid index of a 0-dim tensor. Use `tensor.item()` in Python or `tensor.item<T>()` in C++ to "
+                "convert a 0-dim tensor to a number"
+            )
+        raise IndexError("slice() cannot be applied to a 0-dim tensor.")
     if used > t.dim():
         raise IndexError(f"too many indices for tensor of dimension {t.dim()}")
-    if n_ellipsis:
-        i = index.index(Ellipsis)
-        index = index[:i] + (slice(None),) * (t.dim() - used) + index[i + 1 :]
-    shape, strides, offset = [], [], t._offset
-    d = 0
-    for item in index:
+    if Ellipsis in items:
+        i = items.index(Ellipsis)
+        items[i : i + 1] = [slice(None)] * (t.dim() - used)
+    shape, strides, offset, d = [], [], t._offset, 0
+    for item in items:
         if item is None:
+            # PyTorch's unsqueeze stride: spans the next dim, or 1 at the end
             shape.append(1)
-            strides.append(0)
+            strides.append(t._shape[d] * t._strides[d] if d < t.dim() else 1)
             continue
-        size, stride = t.shape[d], t._strides[d]
-        if isinstance(item, Integral):
-            i = int(item)
-            if not -size <= i < size:
-                raise IndexError(f"index {i} is out of bounds for dimension {d} with size {size}")
-            offset += (i % size) * stride
-        else:
-            start, stop, step = item.start, item.stop, item.step
-            step = 1 if step is None else int(step)
-            if step <= 0:
-                raise ValueError("step must be greater than zero")
-            start, stop, _ = slice(start, stop, step).indices(size)
-            n = max(0, -(-(stop - start) // step))
-            if n:
-                offset += start * stride
-            shape.append(n)
-            strides.append(stride * step)
+        size, stride = t._shape[d], t._strides[d]
         d += 1
-    shape += t.shape[d:]
+        if isinstance(item, int):
+            if not -size <= item < size:
+                raise IndexError(f"index {item} is out of bounds for dimension {d - 1} with size {size}")
+            offset += (item % size) * stride
+            continue
+        if item.step is not None and int(item.step) < 0:
+            raise ValueError("step must be greater than zero")
+        start, stop, step = item.indices(size)  # raises "slice step cannot be zero"
+        shape.append(max(0, -(-(stop - start) // step)))
+        strides.append(stride * step)
+        offset += start * stride
+    shape += t._shape[d:]
     strides += t._strides[d:]
     return tuple(shape), tuple(strides), offset

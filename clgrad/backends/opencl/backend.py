@@ -13,6 +13,10 @@ from .random import CLRandom
 from .reduce import CLReduce
 
 INT32_MAX = 2**31 - 1
+# numpy types of kernel scalar arguments, by the C type the kernel declares. Kernels are cached on their
+# render parameters, so a scalar's packing must follow from the C type alone (bool and uint8 share uchar).
+_SCALAR_NP = {"uchar": np.uint8, "char": np.int8, "short": np.int16, "int": np.int32, "long": np.int64,
+              "float": np.float32, "double": np.float64, "bool": np.uint8}
 
 
 def coalesce(shape, strides_list):
@@ -50,6 +54,7 @@ def launch_size(dev: runtime.CLDevice, n: int, local: int = 256):
     GPUs get a fixed work-group and a rounded-up global size (kernels guard the tail)."""
     if dev.rank >= 2:
         return (n,), None
+    local = min(local, dev.props.max_work_group_size)
     return (-(-n // local) * local,), (local,)
 
 
@@ -76,14 +81,18 @@ class OpenCLBackend(CLReduce, CLMatmul, CLRandom):
         buf, rounded = alloc.malloc(size * dt.itemsize)
         return Storage(d, dt, size, buf, lambda: alloc.free(buf, rounded))
 
-    def write(self, storage: Storage, host: np.ndarray) -> None:
+    def write(self, storage: Storage, host: np.ndarray, offset: int = 0) -> None:
+        """Copy ``host`` (converted to the storage's dtype, C order) into the storage from element ``offset``."""
         import pyopencl as cl
 
         if host.size == 0:
             return
+        if offset < 0 or offset + host.size > storage.size:
+            raise RuntimeError(f"write of {host.size} elements at offset {offset} overflows a storage of {storage.size}")
         dev = runtime.get(storage.device.index)
+        data = np.ascontiguousarray(host, dtype=storage.dtype.np)
         # blocking: the caller may reuse or mutate its host array as soon as we return
-        cl.enqueue_copy(dev.queue, storage.data, np.ascontiguousarray(host), is_blocking=True)
+        cl.enqueue_copy(dev.queue, storage.data, data, dst_offset=offset * storage.dtype.itemsize, is_blocking=True)
 
     def read(self, t) -> np.ndarray:
         import pyopencl as cl
@@ -135,7 +144,7 @@ class OpenCLBackend(CLReduce, CLMatmul, CLRandom):
                     arg_dtypes += [idx_np] * ndim
                     values += st
             else:
-                scalar_np = np.dtype(np.uint8) if load_t == "bool" else np.dtype(np.float32 if compute is D.float16 else compute.np)
+                scalar_np = np.dtype(_SCALAR_NP[load_t])
                 arg_desc.append((True, None, load_t, True))
                 arg_dtypes.append(scalar_np)
                 with np.errstate(all="ignore"):
@@ -158,7 +167,8 @@ class OpenCLBackend(CLReduce, CLMatmul, CLRandom):
             out_cast = "plain"
         integral = compute.kind != "f"
         params = dict(
-            compute=compute_ctype, integral=integral, expr=entry.c_expr(integral), args=tuple(arg_desc),
+            compute=compute_ctype, integral=integral, expr=entry.c_expr(integral, compute is D.bool),
+            half_compute=compute is D.float16, args=tuple(arg_desc),
             out_ctype=out_dt.ctype, out_contig=out_contig, out_cast=out_cast, ndim=ndim,
             idx_t="long" if big else "int", fp64=D.float64 in (compute, out_dt) or any(x.dtype is D.float64 for x in tensors),
         )

@@ -1,6 +1,99 @@
 """OpenCL implementation of the ``matmul`` primitive (a mixin of OpenCLBackend)."""
 from __future__ import annotations
 
+from typing import NamedTuple
+
+import numpy as np
+
+from ... import dtypes as D
+from . import programs
+
+INT32_MAX = 2**31 - 1
+# Most OpenCL runtimes cap the 3rd global dimension well below 2**32 (CUDA grids at 65535), so longer
+# batches go in several launches.
+MAX_BATCH = 65535
+
+# Accumulator per storage type: half sums in float; integers sum in the unsigned type of at least their
+# width, whose wrap-around is defined in C (signed overflow is not) and equals the stored result mod 2**bits.
+_ACC = {"half": "float", "float": "float", "double": "double", "long": "ulong"}
+_ACC_SIZE = {"float": 4, "double": 8, "uint": 4, "ulong": 8}
+
+
+class Tiling(NamedTuple):
+    """A tm x tn output tile per work-group, tk-deep local slabs; each work-item owns wm x wn vectors of vw."""
+
+    tm: int
+    tn: int
+    tk: int
+    wm: int
+    wn: int
+    vw: int
+
+    @property
+    def local_size(self) -> tuple:
+        return self.tn // (self.wn * self.vw), self.tm // self.wm, 1
+
+    def local_bytes(self, acc: str) -> int:
+        pad = 1 if self.vw == 1 else 0
+        return (self.tm * (self.tk + pad) + self.tk * (self.tn + pad)) * _ACC_SIZE[acc]
+
+
+# Per device class, best first; the first whose work-group and local memory fit the device is used.
+# GPUs: 16x16 work-items of 4x4 scalars (coalesced loads, conflict-free local reads). CPUs (PoCL runs a
+# work-group as a loop): few work-items, each 8 rows x one 16-wide vector, so the inner loop is SIMD FMAs.
+TILINGS = {
+    "gpu": (Tiling(64, 64, 16, 4, 4, 1), Tiling(32, 32, 16, 2, 2, 1), Tiling(8, 8, 8, 1, 1, 1)),
+    "cpu": (Tiling(64, 64, 32, 8, 1, 16), Tiling(32, 32, 16, 4, 1, 16), Tiling(8, 8, 8, 1, 1, 1)),
+}
+
+
+def tiling(dev, acc: str) -> Tiling:
+    """The tiling used on ``dev`` (CPUs and simulators get the CPU table)."""
+    table = TILINGS["gpu" if dev.rank < 2 else "cpu"]
+    for t in table:
+        lx, ly, _ = t.local_size
+        if lx * ly <= dev.props.max_work_group_size and t.local_bytes(acc) <= dev.props.local_memory:
+            return t
+    return table[-1]
+
+
+def _unit(strides: dict) -> str:
+    """The first dim whose stride is 1: the kernel copies tiles along it without per-element index math."""
+    return next((d for d, s in strides.items() if s == 1), "")
+
 
 class CLMatmul:
-    pass
+    def matmul(self, out, a, b) -> None:
+        """out[i] = a[i] @ b[i] for a [B, M, K], b [B, K, N] of any strides and out contiguous [B, M, N]."""
+        nb, m, k = a.shape
+        n = b.shape[2]
+        if out.numel() == 0:
+            return
+        dev = self.dev(out)
+        dt = out.dtype
+        self.check_dtype(dev, dt)
+        if dt is D.bool:
+            raise NotImplementedError(f"'matmul' is not implemented for dtype bool on device {out.device}")
+        acc = _ACC.get(dt.ctype, "uint")
+        t = tiling(dev, acc)
+        big = max(x._storage.size for x in (out, a, b)) > INT32_MAX
+        idx_np = np.int64 if big else np.int32
+        a_sb, a_sm, a_sk = a._strides
+        b_sb, b_sk, b_sn = b._strides
+        params = dict(
+            ctype=dt.ctype, acc=acc, fp64=dt is D.float64, idx_t="long" if big else "int", **t._asdict(),
+            a_unit=_unit({"k": a_sk, "m": a_sm}), b_unit=_unit({"n": b_sn, "k": b_sk}),
+        )
+        arg_dtypes = (None, idx_np) + (None, idx_np, idx_np, idx_np, idx_np) * 2 + (idx_np,) * 3
+        kernel = programs.get_kernel(dev, "matmul", f"matmul_{dt.ctype}", arg_dtypes, params)
+        lx, ly, _ = t.local_size
+        grid = (-(-n // t.tn) * lx, -(-m // t.tm) * ly)
+        for start in range(0, nb, MAX_BATCH):
+            count = min(MAX_BATCH, nb - start)
+            kernel(
+                dev.queue, grid + (count,), (lx, ly, 1),
+                out._storage.data, out._offset + start * m * n,
+                a._storage.data, a._offset + start * a_sb, a_sb, a_sm, a_sk,
+                b._storage.data, b._offset + start * b_sb, b_sb, b_sk, b_sn,
+                m, n, k,
+            )

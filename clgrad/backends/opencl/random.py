@@ -1,6 +1,43 @@
 """OpenCL implementation of the ``random`` primitive (a mixin of OpenCLBackend)."""
 from __future__ import annotations
 
+from .. import philox
+from . import programs
+
+_MASK32 = 0xFFFFFFFF
+_MASK64 = 0xFFFFFFFFFFFFFFFF
+
 
 class CLRandom:
-    pass
+    def random(self, dist: str, out, seed: int, offset: int, p0, p1) -> None:
+        """Fill ``out`` (any layout) with ``dist``: element i (row-major) uses Philox counter ``offset + i``.
+
+        One work-item per element of a contiguous buffer; a strided ``out`` is filled through a contiguous
+        temporary so that the stream order is the logical (row-major) order on every device.
+        """
+        from ...ops.pointwise import cast_into
+        from ...tensor import Tensor
+        from .backend import launch_size  # backend.py imports this module
+
+        n = out.numel()
+        if n == 0:
+            return
+        if not out.is_contiguous():
+            tmp = Tensor._empty(out.shape, out.dtype, out.device)
+            self.random(dist, tmp, seed, offset, p0, p1)
+            cast_into(out, tmp)
+            return
+        dev = self.dev(out)
+        self.check_dtype(dev, out.dtype)
+        name = out.dtype.name
+        ctype = "bool" if name == "bool" else philox.STORAGE_CTYPE[name]  # bool and uint8 are both uchar
+        kernel = programs.get_kernel(
+            dev, "random", f"{dist}_{ctype}", tuple(philox.scalar_arg_dtypes(dist, name)),
+            philox.kernel_params(dist, name),
+        )
+        if dist == "randint":
+            p0, p1 = philox.kernel_int_param(p0), philox.kernel_int_param(p1)
+        gsize, lsize = launch_size(dev, n)
+        seed &= _MASK64
+        kernel(dev.queue, gsize, lsize, out._storage.data, out._offset, n, seed & _MASK32, seed >> 32,
+               offset & _MASK64, p0, p1)

@@ -1,6 +1,171 @@
-"""OpenCL implementation of the ``reduce`` primitive (a mixin of OpenCLBackend)."""
+"""OpenCL implementation of the ``reduce`` primitive (a mixin of OpenCLBackend).
+
+The launcher turns any reduction into M outputs by K reduced elements: kept dims and reduced dims
+are each coalesced (so transposed, sliced, expanded and offset inputs are read in place through
+strides) and ``kernels/reduce.cl.mako`` runs one (LX, LY) work-group layout chosen by ``plan``.
+When few outputs each reduce many elements, the reduction is split into G chunks per output whose
+partial results a second launch of the same template combines.
+"""
 from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from ... import dtypes as D
+from ..cpu_reduce import IDENTITY, acc_dtype
+from . import programs
+
+INT32_MAX = 2**31 - 1
+WG = 256  # work-items per group; a power of two for the tree
+PER_ITEM = 256  # most elements one work-item adds serially (float32 error grows with this count)
+MIN_PER_ITEM = 16  # splitting finer than this costs more in partials than it gains
+SERIAL_K = 32  # rows this short get one work-item each
+CPU_LX = 64  # outputs per work-group when a CPU device loops over each output
+
+
+@dataclass
+class Source:
+    """What one launch reads: a buffer addressed as (outer coords, inner coords) through strides."""
+
+    buf: object
+    off: int
+    ctype: str
+    oshape: list
+    ostr: list
+    ishape: list
+    istr: list
+    idx: object = None  # buffer of int64 indices parallel to ``buf`` (partials of max/min)
+
+
+@dataclass
+class Dest:
+    """Where one launch writes: ``M`` values per chunk along y (G chunks), and optionally indices."""
+
+    buf: object
+    off: int
+    dtype: D.dtype
+    idx: object = None
+    idx_off: int = 0
+
+
+@dataclass
+class Job:
+    """What stays fixed across the passes of one reduction."""
+
+    dev: object  # runtime.CLDevice
+    device: object  # clgrad.device, for allocating partials
+    op: str
+    acc: D.dtype
+    big: bool  # 64-bit index math
+
+
+def _pow2(n: int) -> int:
+    return 1 << max(n - 1, 0).bit_length()
+
+
+def plan(dev, M: int, K: int, column: bool) -> tuple[int, int, int, int]:
+    """(LX, LY, G, chunk): local size, number of chunks each output's K is split into, chunk length.
+
+    Short rows get a work-item per output, and so does everything on a CPU once there are enough
+    outputs for every core (a loop beats a tree there). Otherwise, when kept dims are the fast-moving
+    ones (column sums) LX neighbours read neighbouring addresses, else a whole group shares a row.
+    Rows are split until there are enough groups to fill the device and no work-item adds more than
+    PER_ITEM elements serially.
+    """
+    wg = min(WG, 1 << (dev.props.max_work_group_size.bit_length() - 1))
+    target = 4 * dev.props.compute_units
+    if K <= SERIAL_K:
+        return min(wg, _pow2(M)), 1, 1, K
+    if dev.rank == 2 and -(-M // CPU_LX) >= target:
+        lx, ly, g = min(CPU_LX, _pow2(M)), 1, -(-K // PER_ITEM)
+    else:
+        lx = min(32, _pow2(M)) if column else 1
+        ly = min(wg // lx, _pow2(K))
+        fill = -(-target // -(-M // lx))
+        g = max(-(-K // (ly * PER_ITEM)), min(fill, K // (ly * MIN_PER_ITEM)), 1)
+    chunk = -(-K // g)
+    return lx, ly, -(-K // chunk), chunk
 
 
 class CLReduce:
-    pass
+    def reduce(self, op: str, src, dims, out, out_idx=None) -> None:
+        """Reduce ``src`` over ``dims`` into ``out`` (contiguous, ``src``'s shape with 1 on ``dims``);
+        see CPUReduce.reduce. Enqueues kernels only: never waits for the device."""
+        from .backend import coalesce  # backend.py imports this module
+
+        M = out.numel()
+        if M == 0:
+            return
+        dims = tuple(dims)
+        K = math.prod(src.shape[d] for d in dims)
+        if K == 0:
+            self.elementwise("identity", out, [IDENTITY[op]], out.dtype)
+            return
+        dev = self.dev(out)
+        acc = acc_dtype(op, src.dtype, out.dtype)
+        self.check_dtype(dev, acc)
+        outer = [d for d in range(src.dim()) if d not in dims]
+        inner = list(dims)
+        if out_idx is None:
+            # the order of a sum's terms is free: largest stride first lets e.g. a transposed input coalesce
+            inner.sort(key=lambda d: -abs(src._strides[d]))
+        oshape, (ostr,) = coalesce([src.shape[d] for d in outer], [[src._strides[d] for d in outer]])
+        ishape, (istr,) = coalesce([src.shape[d] for d in inner], [[src._strides[d] for d in inner]])
+        source = Source(src._storage.data, src._offset, src.dtype.ctype, oshape, ostr, ishape, istr)
+        dest = Dest(out._storage.data, out._offset, out.dtype)
+        if out_idx is not None:
+            dest.idx, dest.idx_off = out_idx._storage.data, out_idx._offset
+        # (g + 1) * chunk in the kernel reaches up to 2K
+        big = max(src._storage.size, out._storage.size, 2 * K) > INT32_MAX
+        self._reduce(Job(dev, out.device, op, acc, big), source, M, K, dest)
+
+    def _reduce(self, job: Job, source: Source, M: int, K: int, dest: Dest) -> None:
+        column = M > 1 and abs(source.ostr[-1]) < min(abs(s) for s in source.istr)
+        lx, ly, g, chunk = plan(job.dev, M, K, column)
+        if g == 1:
+            self._launch(job, source, M, K, chunk, (lx, ly, 1), dest)
+            return
+        # pass 1 writes [G, M] partials in the accumulation type; they are then reduced like a column sum
+        part = self.empty(job.device, job.acc, g * M)
+        part_idx = self.empty(job.device, D.int64, g * M) if dest.idx is not None else None
+        pdest = Dest(part.data, 0, job.acc, None if part_idx is None else part_idx.data)
+        self._launch(job, source, M, K, chunk, (lx, ly, g), pdest)
+        partials = Source(part.data, 0, job.acc.ctype, [M], [1], [g], [M], pdest.idx)
+        if g * M > INT32_MAX:
+            job = Job(job.dev, job.device, job.op, job.acc, True)
+        self._reduce(job, partials, M, g, dest)
+
+    def _launch(self, job: Job, source: Source, M: int, K: int, chunk: int, shape, dest: Dest) -> None:
+        import pyopencl as cl
+
+        lx, ly, g = shape
+        op, acc = job.op, job.acc
+        idx_np = np.int64 if job.big else np.int32
+        with_idx = dest.idx is not None
+        mode = "none" if not with_idx else ("load" if source.idx is not None else "pos")
+        out_dt = dest.dtype
+        out_cast = "half" if out_dt is D.float16 else "bool" if out_dt is D.bool and op not in ("all", "any") else "plain"
+        params = dict(
+            op=op, in_ctype=source.ctype, acc=acc.ctype, out_ctype=out_dt.ctype, out_cast=out_cast, idx=mode,
+            outer_nd=len(source.oshape), inner_nd=len(source.ishape), idx_t="long" if job.big else "int",
+            fp64="double" in (source.ctype, acc.ctype, out_dt.ctype),
+        )
+        arg_dtypes = [None, idx_np] + [idx_np] * (2 * len(source.oshape) + 2 * len(source.ishape))
+        values = [source.buf, source.off]
+        for n, s in list(zip(source.oshape, source.ostr)) + list(zip(source.ishape, source.istr)):
+            values += [n, s]
+        if mode == "load":
+            arg_dtypes.append(None)
+            values.append(source.idx)
+        arg_dtypes += [idx_np, idx_np, idx_np, None, idx_np]
+        values += [M, K, chunk, dest.buf, dest.off]
+        if with_idx:
+            arg_dtypes += [None, idx_np, None]
+            values += [dest.idx, dest.idx_off, cl.LocalMemory(8 * lx * ly)]
+        arg_dtypes.append(None)
+        values.append(cl.LocalMemory(acc.itemsize * lx * ly))
+        name = f"reduce_{op}{'_arg' if with_idx else ''}_{source.ctype}"
+        kernel = programs.get_kernel(job.dev, "reduce", name, tuple(arg_dtypes), params)
+        kernel(job.dev.queue, (-(-M // lx) * lx, ly * g), (lx, ly), *values)

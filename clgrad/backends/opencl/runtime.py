@@ -172,10 +172,14 @@ def get(index: int) -> CLDevice:
 
 
 def select(spec: str) -> int:
-    """Index of the device named by ``spec``: an index, or a case-insensitive substring of the
-    platform name, vendor or version, or the device name."""
+    """Index of the device named by ``spec``: an index (``2`` or ``opencl:2``), or a case-insensitive
+    substring of the platform name, vendor or version, or the device name (``pocl``, ``oclgrind``).
+
+    Among several matches the most capable one whose compiler works wins."""
     devs = devices()
     spec = spec.strip()
+    if spec.lower().startswith("opencl:"):
+        spec = spec[len("opencl:"):]
     if spec.isdigit():
         return get(int(spec)).index
     needle = spec.lower()

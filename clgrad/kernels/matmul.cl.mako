@@ -1,0 +1,187 @@
+## Batched matrix product: out[b] = a[b] @ b[b] for a [B, M, K] and b [B, K, N] of any strides (batch
+## stride 0 broadcasts), out contiguous [B, M, N]. Batch is the 3rd global dimension.
+##
+## A work-group of (lx, ly) work-items computes one tm x tn tile of out. Work-item (tx, ty) keeps a wm x wn
+## block of vw-wide vectors in registers: rows ty + ly*i, columns (tx + lx*j)*vw .. +vw. GPUs want vw = 1
+## (neighbouring work-items then read neighbouring local words); CPUs want vw = the SIMD width.
+## The k loop stages tk-deep slabs of a and b in __local memory. Tiles wholly inside the matrices are
+## copied without bounds checks, lw elements at a time along the operand's unit-stride dim (a_unit /
+## b_unit name it; '' means no unit stride: a plain gather); edge tiles are copied element by element and
+## zero-filled past M, N and K, so any size works and K == 0 leaves the zeros the accumulators start with.
+##
+## Render kwargs: name, ctype (storage type), acc (accumulator type), fp64, idx_t, tm, tn, tk, wm, wn, vw,
+## a_unit ('k', 'm' or ''), b_unit ('n', 'k' or '').
+<%
+  lx, ly = tn // (wn * vw), tm // wm
+  nt = lx * ly
+  lw = vw  # copy width of the unchecked tile copies
+  half = ctype == "half"
+  # As is [tm][tk] when a's k stride is 1 (so copies along k are contiguous in local memory too), else
+  # [tk][tm]. Bs is always [tk][tn]: the inner loop reads vectors along n. With vw == 1 a padding column
+  # keeps the strided local writes and reads of GPU work-groups off a single memory bank.
+  pad = 1 if vw == 1 else 0
+  a_rowmajor = a_unit == "k"
+
+  def vt(w):
+      return acc if w == 1 else f"{acc}{w}"
+
+  def gload(ptr, idx, w):
+      """w consecutive elements of global ptr from element idx, converted to the accumulator type."""
+      if half:
+          return f"vload_half({idx}, {ptr})" if w == 1 else f"vload_half{w}(0, {ptr} + {idx})"
+      if w == 1:
+          return f"({acc}){ptr}[{idx}]"
+      raw = f"vload{w}(0, {ptr} + {idx})"
+      return raw if ctype == acc else f"convert_{acc}{w}({raw})"
+
+  def a_at(m, k):
+      return f"As[{m}][{k}]" if a_rowmajor else f"As[{k}][{m}]"
+
+  # Per operand: (fast dim, tile extents (slow, fast), local destination, global index, bounds).
+  a_fast = "k" if a_unit == "k" else "m"
+  b_fast = "k" if b_unit == "k" else "n"
+  a_sk = "1" if a_unit == "k" else "a_sk"
+  a_sm = "1" if a_unit == "m" else "a_sm"
+  b_sk = "1" if b_unit == "k" else "b_sk"
+  b_sn = "1" if b_unit == "n" else "b_sn"
+%>\
+<%def name="copy(op, checked)">\
+<%
+  # One operand's tile, as (slow, fast) index pairs: 'a' is (m, k) or (k, m), 'b' is (k, n) or (n, k).
+  if op == "a":
+      fast = a_fast
+      ext = {"m": tm, "k": tk}
+      stride = {"m": a_sm, "k": a_sk}
+      start = {"m": "m0", "k": "k0"}
+      limit = {"m": "M", "k": "K"}
+      unit = a_unit == fast
+  else:
+      fast = b_fast
+      ext = {"n": tn, "k": tk}
+      stride = {"n": b_sn, "k": b_sk}
+      start = {"n": "n0", "k": "k0"}
+      limit = {"n": "N", "k": "K"}
+      unit = b_unit == fast
+  slow = [d for d in ext if d != fast][0]
+  w = lw if unit and not checked else 1
+  reps = ext[slow] * ext[fast] // (w * nt)
+  def dst(idx):
+      if op == "a":
+          return a_at(idx["m"], idx["k"])
+      return f"Bs[{idx['k']}][{idx['n']}]"
+  contiguous_dst = (op == "a" and (fast == "k") == a_rowmajor) or (op == "b" and fast == "n")
+%>\
+% for r in range(reps):
+            {
+                const int e = (tid + ${r * nt}) * ${w};
+                const int ${fast}${fast} = e % ${ext[fast]}, ${slow}${slow} = e / ${ext[fast]};
+                const ${idx_t} g = ${op}_base + (${start[slow]} + ${slow}${slow}) * ${stride[slow]} + (${start[fast]} + ${fast}${fast}) * ${stride[fast]};
+<% local = {slow: f"{slow}{slow}", fast: f"{fast}{fast}"} %>\
+%   if checked:
+                ${dst(local)} = (${start[slow]} + ${slow}${slow} < ${limit[slow]} && ${start[fast]} + ${fast}${fast} < ${limit[fast]}) ? ${gload(op, "g", 1)} : (${acc})0;
+%   elif w == 1:
+                ${dst(local)} = ${gload(op, "g", 1)};
+%   elif contiguous_dst:
+                vstore${w}(${gload(op, "g", w)}, 0, &${dst(local)});
+%   else:
+                const ${vt(w)} v = ${gload(op, "g", w)};
+%     for t in range(w):
+                ${dst({slow: local[slow], fast: f"{local[fast]} + {t}"})} = v.s${"%x" % t};
+%     endfor
+%   endif
+            }
+% endfor
+</%def>\
+% if fp64:
+#pragma OPENCL EXTENSION cl_khr_fp64 : enable
+% endif
+
+__kernel __attribute__((reqd_work_group_size(${lx}, ${ly}, 1)))
+void ${name}(
+    __global ${ctype} *out, ${idx_t} out_off,
+    __global const ${ctype} *a, ${idx_t} a_off, ${idx_t} a_sb, ${idx_t} a_sm, ${idx_t} a_sk,
+    __global const ${ctype} *b, ${idx_t} b_off, ${idx_t} b_sb, ${idx_t} b_sk, ${idx_t} b_sn,
+    ${idx_t} M, ${idx_t} N, ${idx_t} K)
+{
+% if a_rowmajor:
+    __local ${acc} As[${tm}][${tk + pad}];
+% else:
+    __local ${acc} As[${tk}][${tm + pad}];
+% endif
+    __local ${acc} Bs[${tk}][${tn + pad}];
+    const int tx = get_local_id(0), ty = get_local_id(1);
+    const int tid = ty * ${lx} + tx;
+    const ${idx_t} m0 = (${idx_t})get_group_id(1) * ${tm}, n0 = (${idx_t})get_group_id(0) * ${tn};
+    const ${idx_t} batch = get_global_id(2);
+    const ${idx_t} a_base = a_off + batch * a_sb, b_base = b_off + batch * b_sb;
+% for i in range(wm):
+    ${vt(vw)} ${", ".join(f"acc{i}_{j} = 0" for j in range(wn))};
+% endfor
+
+    for (${idx_t} k0 = 0; k0 < K; k0 += ${tk}) {
+        // the branches are uniform over the work-group: only edge tiles pay for bounds checks
+        if (m0 + ${tm} <= M && k0 + ${tk} <= K) {
+${copy("a", False)}\
+        } else {
+${copy("a", True)}\
+        }
+        if (n0 + ${tn} <= N && k0 + ${tk} <= K) {
+${copy("b", False)}\
+        } else {
+${copy("b", True)}\
+        }
+        barrier(CLK_LOCAL_MEM_FENCE);
+        for (int kk = 0; kk < ${tk}; ++kk) {
+% for j in range(wn):
+%   if vw == 1:
+            const ${acc} b${j} = Bs[kk][tx + ${lx * j}];
+%   else:
+            const ${vt(vw)} b${j} = vload${vw}(0, &Bs[kk][(tx + ${lx * j}) * ${vw}]);
+%   endif
+% endfor
+% for i in range(wm):
+            {
+                const ${acc} av = ${a_at(f"ty + {ly * i}", "kk")};
+%   for j in range(wn):
+                acc${i}_${j} += av * b${j};
+%   endfor
+            }
+% endfor
+        }
+        barrier(CLK_LOCAL_MEM_FENCE);
+    }
+
+    const ${idx_t} o_base = out_off + batch * M * N;
+% for i in range(wm):
+    {
+        const ${idx_t} m = m0 + ty + ${ly * i};
+        if (m < M) {
+%   for j in range(wn):
+            {
+                const ${idx_t} n = n0 + (tx + ${lx * j}) * ${vw};
+                const ${idx_t} o = o_base + m * N + n;
+%     if vw > 1:
+                if (n + ${vw} <= N) {
+%       if half:
+                    vstore_half${vw}_rte(acc${i}_${j}, 0, out + o);
+%       elif ctype == acc:
+                    vstore${vw}(acc${i}_${j}, 0, out + o);
+%       else:
+                    vstore${vw}(convert_${ctype}${vw}(acc${i}_${j}), 0, out + o);
+%       endif
+                } else {
+%       for v in range(vw):
+                    if (n + ${v} < N) ${"vstore_half_rte(acc%d_%d.s%x, o + %d, out)" % (i, j, v, v) if half else "out[o + %d] = (%s)acc%d_%d.s%x" % (v, ctype, i, j, v)};
+%       endfor
+                }
+%     elif half:
+                if (n < N) vstore_half_rte(acc${i}_${j}, o, out);
+%     else:
+                if (n < N) out[o] = (${ctype})acc${i}_${j};
+%     endif
+            }
+%   endfor
+        }
+    }
+% endfor
+}

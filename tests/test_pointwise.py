@@ -1,0 +1,738 @@
+"""Elementwise ops on every device: one table line per op case, run over dtypes, layouts, broadcasting,
+zero-size tensors and edge values.
+
+References are numpy computing in the op's dtype semantics (float16 computes in float32 and rounds; integer
+division, remainder, pow and shifts use Python integers wrapped to the dtype, as C arithmetic wraps), and
+PyTorch itself where it is installed (dtypes, values and errors of the same table).
+"""
+from __future__ import annotations
+
+import operator
+from dataclasses import dataclass
+from typing import Callable
+
+import numpy as np
+import pytest
+
+import clgrad
+from clgrad import dtypes as D
+from tests.conftest import fp64_ok
+from tests.helpers import LAYOUTS, assert_close, make, to_numpy
+
+ALL = ("bool", "uint8", "int8", "int16", "int32", "int64", "float16", "float32", "float64")
+# float-valued math of integer inputs promotes to float32; one integer of each width class is enough
+MATH = ("bool", "uint8", "int32", "float16", "float32", "float64")
+NUM = "uif"  # kinds an op is defined for when it rejects bool
+INT = "bui"
+inf, nan = np.inf, np.nan
+
+
+# ---- edge data: 12 values per dtype, laid out as (3, 4) ------------------------------------------
+def _ints(dt, pattern):
+    info = np.iinfo(dt)
+    lo, hi = int(info.min), int(info.max)
+    return np.array([{"MIN": lo, "MAX": hi}.get(v, v) for v in pattern], dtype=dt)
+
+
+def _data(letter: str, dtype: str) -> np.ndarray:
+    dt = np.dtype(dtype)
+    if letter == "c":  # a where-condition
+        return np.array([1, 0, 1, 1, 0, 0, 1, 0, 1, 0, 0, 1], bool).reshape(3, 4)
+    if dt.kind == "b":
+        x = {"x": [1, 0, 1, 0, 1, 1, 0, 1, 0, 0, 1, 0], "y": [1, 1, 0, 0, 1, 0, 1, 1, 0, 1, 0, 0]}
+        return np.array(x.get(letter, x["x"]), bool).reshape(3, 4)
+    if dt.kind == "f":
+        x = {
+            "x": [0.0, -0.0, 1.5, -2.5, inf, -inf, nan, 7.0, -3.0, 0.5, -7.25, 2.0],
+            "y": [2.0, -0.0, 0.0, 2.0, inf, 3.0, 1.0, -inf, nan, -2.0, 2.0, -4.0],
+            "m": [0.0, -0.0, 0.25, -0.5, inf, -inf, nan, 3.0, -3.0, 0.75, -1.0, 1.0],
+            "s": [0.0, 1.0, 3.0, 2.0, 5.0, -1.0, 2.0, 4.0, 7.0, 1.0, 0.0, 4.0],
+        }
+        return np.array(x[letter], dt).reshape(3, 4)
+    bits = dt.itemsize * 8
+    if dt.kind == "u":
+        x = {
+            "x": [0, 1, 2, 3, 250, 255, 7, 8, 100, 128, 200, 17],
+            "y": [0, 3, 2, 9, 10, 1, 255, 2, 7, 128, 0, 4],
+            "m": [0, 1, 2, 3, 250, 255, 7, 8, 100, 128, 200, 17],
+            "s": [0, 1, 3, 7, 8, 9, 2, 5, 200, 1, 0, 4],
+        }
+        return np.array(x[letter], dt).reshape(3, 4)
+    x = {
+        "x": [0, 1, -1, 3, -7, "MIN", "MAX", 5, -2, 100, -100, 7],
+        "y": [0, -1, -1, 2, 3, -1, 2, 0, -3, 7, -7, 3],
+        "m": [0, 1, -1, 3, -7, 2, 5, 10, -2, 100, -100, 7],
+        "s": [0, 1, 3, bits - 1, bits, -1, 2, 5, bits + 3, 1, 0, 4],
+    }
+    return _ints(dt, x[letter]).reshape(3, 4)
+
+
+# ---- references: Python integers wrapped to the dtype, numpy for floats -------------------------
+def _wrap(values, dt: np.dtype) -> np.ndarray:
+    bits = dt.itemsize * 8
+    out = []
+    for v in values:
+        v &= (1 << bits) - 1
+        if dt.kind == "i" and v >= 1 << (bits - 1):
+            v -= 1 << bits
+        out.append(v)
+    return np.array(out, dtype=dt)
+
+
+def int_ref(py_fn, float_fn):
+    """A reference that applies ``py_fn`` to Python ints (then wraps) or ``float_fn`` to float arrays."""
+
+    def ref(*xs):
+        xs = np.broadcast_arrays(*[np.asarray(x) for x in xs])
+        dt = xs[0].dtype
+        if dt.kind == "f":
+            return float_fn(*xs)
+        bits = dt.itemsize * 8
+        flat = [py_fn(bits, dt.kind == "i", *(int(v) for v in t)) for t in zip(*(x.reshape(-1) for x in xs))]
+        return _wrap(flat, dt).reshape(xs[0].shape)
+
+    return ref
+
+
+def _trunc_div(a, b):
+    q = abs(a) // abs(b)
+    return q if (a < 0) == (b < 0) else -q
+
+
+def _int_pow(a, b):
+    if b >= 0:
+        return a**b
+    return 1 if a == 1 else ((-1 if b % 2 else 1) if a == -1 else 0)
+
+
+def _torch_remainder(a, b):
+    mod = np.fmod(a, b)
+    return np.where((mod != 0) & ((b < 0) != (mod < 0)), mod + b, mod)
+
+
+floordiv_ref = int_ref(lambda n, s, a, b: 0 if b == 0 else a // b, np.floor_divide)
+truncdiv_ref = int_ref(lambda n, s, a, b: 0 if b == 0 else _trunc_div(a, b), lambda a, b: np.trunc(a / b))
+remainder_ref = int_ref(lambda n, s, a, b: 0 if b == 0 else a % b, _torch_remainder)
+fmod_ref = int_ref(lambda n, s, a, b: 0 if b == 0 else a - b * _trunc_div(a, b), np.fmod)
+pow_ref = int_ref(lambda n, s, a, b: _int_pow(a, b), np.power)
+lshift_ref = int_ref(lambda n, s, a, b: 0 if b < 0 or b >= n else a << b, None)
+rshift_ref = int_ref(lambda n, s, a, b: a >> (n - 1 if s else n) if b < 0 or b >= n else a >> b, None)
+
+
+def _floats(fn):
+    """Rounding functions are the identity on integers."""
+    return lambda a: a if a.dtype.kind in "iub" else fn(a)
+
+
+def _sign(a):
+    if a.dtype.kind == "b":
+        return a
+    return (a > 0).astype(a.dtype) - (a < 0).astype(a.dtype)  # PyTorch: sign(nan) is 0
+
+
+def _clamp(a, lo=None, hi=None):
+    if lo is not None:
+        a = np.maximum(a, lo)
+    return a if hi is None else np.minimum(a, hi)
+
+
+# ---- the table ---------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Case:
+    name: str
+    fn: Callable  # fn(lib, *operands) with lib clgrad or torch
+    ref: Callable  # numpy reference over operands converted to the compute dtype
+    args: tuple = ("x", "y")  # data letters (tensors) or Python scalars
+    kind: str = "same"  # result dtype: "same" (the promoted dtype), "bool", "float" (ints promote to float)
+    allow: str = "buif"  # kinds of the promoted dtype the op is defined for; others must raise
+    dtypes: tuple = ALL
+    promote: tuple | None = None  # operand positions that take part in promotion (default all)
+
+
+def C(name, fn, ref, args=("x", "y"), **kw):
+    return Case(name, fn, ref, tuple(args), **kw)
+
+
+def U(name, ref, kind="float", dtypes=MATH, **kw):
+    """A unary math function of the same name in clgrad and torch."""
+    return Case(name, lambda t, x: getattr(t, name)(x), ref, ("m",) if kind == "float" else ("x",),
+                kind=kind, dtypes=dtypes, **kw)
+
+
+CASES = [
+    # arithmetic, operators and their reflected and scalar forms
+    C("add", lambda t, x, y: x + y, np.add),
+    C("add_int_scalar", lambda t, x: x + 3, np.add, ("x", 3)),
+    C("radd_float_scalar", lambda t, x: 2.5 + x, np.add, (2.5, "x"), promote=(0, 1)),
+    C("add_alpha", lambda t, x, y: t.add(x, y, alpha=2), lambda a, b: a + b * a.dtype.type(2), allow=NUM),
+    C("sub", lambda t, x, y: x - y, np.subtract, allow=NUM),
+    C("rsub_scalar", lambda t, x: 2 - x, np.subtract, (2, "x"), allow=NUM),
+    C("sub_alpha_float", lambda t, x, y: t.sub(x, y, alpha=0.5), lambda a, b: a - b * a.dtype.type(0.5), allow="f"),
+    C("mul", lambda t, x, y: x * y, np.multiply),
+    C("mul_float_scalar", lambda t, x: x * -1.5, np.multiply, ("x", -1.5)),
+    C("div", lambda t, x, y: x / y, np.true_divide, kind="float"),
+    C("rdiv_scalar", lambda t, x: 1 / x, np.true_divide, (1, "x"), kind="float"),
+    C("floordiv", lambda t, x, y: x // y, floordiv_ref, allow=NUM),
+    C("div_floor", lambda t, x, y: t.div(x, y, rounding_mode="floor"), floordiv_ref, allow=NUM),
+    C("div_trunc", lambda t, x, y: t.div(x, y, rounding_mode="trunc"), truncdiv_ref, allow=NUM),
+    C("rfloordiv_scalar", lambda t, x: 7 // x, floordiv_ref, (7, "x"), allow=NUM),
+    C("mod", lambda t, x, y: x % y, remainder_ref, allow=NUM),
+    C("rmod_scalar", lambda t, x: -7 % x, remainder_ref, (-7, "x"), allow=NUM),
+    C("fmod", lambda t, x, y: t.fmod(x, y), fmod_ref, allow=NUM),
+    C("pow", lambda t, x, y: x**y, pow_ref, allow=NUM),
+    C("pow_scalar", lambda t, x: x**2, pow_ref, ("x", 2)),
+    C("rpow_scalar", lambda t, x: 2**x, pow_ref, (2, "s"), allow=NUM),
+    C("pow_float_scalar", lambda t, x: x**0.5, np.power, ("x", 0.5), kind="float"),
+    C("maximum", lambda t, x, y: t.maximum(x, y), np.maximum),
+    C("minimum", lambda t, x, y: t.minimum(x, y), np.minimum),
+    # comparisons
+    C("eq", lambda t, x, y: x == y, np.equal, kind="bool"),
+    C("ne", lambda t, x, y: x != y, np.not_equal, kind="bool"),
+    C("lt", lambda t, x, y: x < y, np.less, kind="bool"),
+    C("le", lambda t, x, y: t.le(x, y), np.less_equal, kind="bool"),
+    C("gt", lambda t, x, y: x > y, np.greater, kind="bool"),
+    C("ge", lambda t, x, y: x >= y, np.greater_equal, kind="bool"),
+    C("eq_scalar", lambda t, x: x == 2, np.equal, ("x", 2), kind="bool"),
+    C("lt_float_scalar", lambda t, x: x < 2.5, np.less, ("x", 2.5), kind="bool"),
+    # where and clamp
+    C("where", lambda t, c, x, y: t.where(c, x, y), np.where, ("c", "x", "y"), promote=(1, 2)),
+    C("where_scalar", lambda t, c, x: t.where(c, x, 0), np.where, ("c", "x", 0), promote=(1, 2)),
+    C("clamp", lambda t, x: t.clamp(x, 1, 5), _clamp, ("x", 1, 5)),
+    C("clamp_min", lambda t, x: t.clamp(x, min=1), _clamp, ("x", 1)),
+    C("clamp_max", lambda t, x: x.clamp(max=2), lambda a, hi: _clamp(a, None, hi), ("x", 2)),
+    C("clamp_tensors", lambda t, x, y, z: t.clamp(x, y, z), _clamp, ("x", "y", "s"), allow=NUM),
+    C("clamp_max_tensor", lambda t, x, y: t.clamp(x, max=y), lambda a, hi: _clamp(a, None, hi), allow=NUM),
+    # logical, bitwise, shifts
+    C("logical_and", lambda t, x, y: t.logical_and(x, y), np.logical_and, kind="bool"),
+    C("logical_or", lambda t, x, y: t.logical_or(x, y), np.logical_or, kind="bool"),
+    C("logical_xor", lambda t, x, y: t.logical_xor(x, y), np.logical_xor, kind="bool"),
+    C("logical_not", lambda t, x: t.logical_not(x), np.logical_not, ("x",), kind="bool"),
+    C("bitwise_and", lambda t, x, y: x & y, np.bitwise_and, allow=INT),
+    C("bitwise_or", lambda t, x, y: x | y, np.bitwise_or, allow=INT),
+    C("bitwise_xor", lambda t, x, y: t.bitwise_xor(x, y), np.bitwise_xor, allow=INT),
+    C("bitwise_or_scalar", lambda t, x: x | 6, np.bitwise_or, ("x", 6), allow=INT),
+    C("bitwise_not", lambda t, x: t.bitwise_not(x), np.invert, ("x",), allow=INT),
+    C("invert", lambda t, x: ~x, np.invert, ("x",), allow=INT),
+    C("lshift", lambda t, x, y: x << y, lshift_ref, ("x", "s"), allow="ui"),
+    C("rshift", lambda t, x, y: x >> y, rshift_ref, ("x", "s"), allow="ui"),
+    C("rshift_scalar", lambda t, x: x >> 1, rshift_ref, ("x", 1), allow="ui"),
+    # unary functions that keep the dtype
+    C("neg", lambda t, x: -x, np.negative, ("x",), allow=NUM),
+    C("abs", lambda t, x: abs(x), np.abs, ("x",), allow=NUM),
+    U("sign", _sign, kind="same", dtypes=ALL),
+    U("relu", lambda a: np.where(a < 0, a.dtype.type(0), a), kind="same", dtypes=ALL, allow=NUM),
+    U("square", np.square, kind="same", dtypes=ALL[1:]),
+    U("floor", _floats(np.floor), kind="same", dtypes=ALL, allow=NUM),
+    U("ceil", _floats(np.ceil), kind="same", dtypes=ALL, allow=NUM),
+    U("round", _floats(np.rint), kind="same", dtypes=ALL, allow=NUM),
+    U("trunc", _floats(np.trunc), kind="same", dtypes=ALL, allow=NUM),
+    U("frac", lambda a: a - np.trunc(a), kind="same", dtypes=MATH, allow="f"),
+    U("isnan", np.isnan, kind="bool", dtypes=MATH),
+    U("isinf", np.isinf, kind="bool", dtypes=MATH),
+    U("isfinite", np.isfinite, kind="bool", dtypes=MATH),
+    # float-valued math
+    U("sqrt", np.sqrt),
+    U("rsqrt", lambda a: 1 / np.sqrt(a)),
+    U("exp", np.exp),
+    U("exp2", np.exp2),
+    U("expm1", np.expm1),
+    U("log", np.log),
+    U("log2", np.log2),
+    U("log10", np.log10),
+    U("log1p", np.log1p),
+    U("sin", np.sin),
+    U("cos", np.cos),
+    U("tan", np.tan),
+    U("asin", np.arcsin),
+    U("acos", np.arccos),
+    U("atan", np.arctan),
+    U("sinh", np.sinh),
+    U("cosh", np.cosh),
+    U("tanh", np.tanh),
+    U("sigmoid", lambda a: 1 / (1 + np.exp(-a))),
+    U("reciprocal", lambda a: 1 / a),
+    C("atan2", lambda t, x, y: t.atan2(x, y), np.arctan2, kind="float", dtypes=MATH),
+    C("hypot", lambda t, x, y: t.hypot(x, y), np.hypot, kind="float", dtypes=MATH, allow="f"),
+    C("copysign", lambda t, x, y: t.copysign(x, y), np.copysign, kind="float", dtypes=MATH),
+]
+CASE_IDS = [c.name for c in CASES]
+
+
+def _table_params():
+    return [pytest.param(c, d, id=f"{c.name}-{d}") for c in CASES for d in c.dtypes]
+
+
+def _skip_fp64(device, *dtypes):
+    if "float64" in dtypes and not fp64_ok(device):
+        pytest.skip("the device lacks cl_khr_fp64")
+
+
+def _compute_array(value, compute: D.dtype) -> np.ndarray:
+    """An operand converted to the compute dtype as PyTorch converts it (float16 through half to float32)."""
+    arr = np.asarray(value)
+    if compute is D.float16:
+        return arr.astype(np.float16).astype(np.float32) if arr.dtype.kind != "f" or not np.isscalar(value) else arr.astype(np.float32)
+    with np.errstate(all="ignore"):
+        return arr.astype(compute.np)
+
+
+def _operands(case, dtype, device):
+    arrays = [_data(a, "bool" if a == "c" else dtype) if isinstance(a, str) else a for a in case.args]
+    tensors = [make(a, device) if isinstance(spec, str) else a for spec, a in zip(case.args, arrays)]
+    return arrays, tensors
+
+
+def _expected(case, arrays, tensors):
+    promote = range(len(tensors)) if case.promote is None else case.promote
+    rt = D.result_type(*(tensors[i] for i in promote))
+    if rt.kind not in case.allow:
+        return rt, None
+    compute = D.float_of(rt) if case.kind == "float" else rt
+    result = D.bool if case.kind == "bool" else compute
+    conv = [_compute_array(a, compute) if i in promote else a for i, a in enumerate(arrays)]
+    with np.errstate(all="ignore"):
+        out = np.asarray(case.ref(*conv))
+        return rt, out.astype(result.np)
+
+
+@pytest.mark.parametrize("case,dtype", _table_params())
+def test_op(device, case, dtype):
+    """Shape, dtype and values against numpy; dtypes an op doesn't implement raise."""
+    _skip_fp64(device, dtype)
+    arrays, tensors = _operands(case, dtype, device)
+    rt, expected = _expected(case, arrays, tensors)
+    if expected is None:
+        with pytest.raises(RuntimeError, match=rt.scalar_name if case.name not in ("sub", "rsub_scalar", "neg", "relu") else "bool"):
+            case.fn(clgrad, *tensors)
+        return
+    got = case.fn(clgrad, *tensors)
+    assert got.device == clgrad.device(device)
+    assert_close(got, expected)
+
+
+def _torch_operands(torch, case, dtype, device):
+    arrays, tensors = _operands(case, dtype, device)
+    if np.dtype(dtype).kind in "iu":
+        # PyTorch's CPU kernels raise on integer division by zero and trap on INT_MIN / -1: keep them out
+        for k, (spec, a) in enumerate(zip(case.args, arrays)):
+            if spec in ("y", "m") and k > 0:
+                arrays[k] = np.where((a == 0) | (a == -1), a.dtype.type(2), a)
+                tensors[k] = make(arrays[k], device)
+    t_ops = [torch.from_numpy(np.ascontiguousarray(a)) if isinstance(s, str) else a for s, a in zip(case.args, arrays)]
+    return tensors, t_ops
+
+
+@pytest.mark.parametrize("case,dtype", _table_params())
+def test_op_matches_torch(device, case, dtype):
+    """The same table against PyTorch (cpu): result dtype, values (signed zeros too) or the error class."""
+    torch = pytest.importorskip("torch")
+    _skip_fp64(device, dtype)
+    tensors, t_ops = _torch_operands(torch, case, dtype, device)
+    try:
+        want = case.fn(torch, *t_ops)
+    except (RuntimeError, TypeError) as exc:
+        with pytest.raises(type(exc) if isinstance(exc, TypeError) else RuntimeError):
+            case.fn(clgrad, *tensors)
+        return
+    got = case.fn(clgrad, *tensors)
+    assert got.dtype.name == str(want.dtype).split(".")[1]
+    w, g = want.numpy(), to_numpy(got)
+    if w.dtype.kind == "f":
+        tol = {2: 2e-3, 4: 2e-5, 8: 1e-10}[w.itemsize]
+        np.testing.assert_allclose(g.astype(np.float64), w.astype(np.float64), rtol=tol, atol=tol, equal_nan=True)
+        zeros = (w == 0) & (g == 0)
+        assert np.array_equal(np.signbit(w[zeros]), np.signbit(g[zeros])), "signs of zero differ"
+    else:
+        np.testing.assert_array_equal(g, w)
+
+
+# ---- layouts: every pair of memory layouts, including C-order with F-order ------------------------
+LAYOUT_OPS = {
+    "add": (lambda x, y: x + y, np.add),
+    "where": (lambda x, y: clgrad.where(x > y, x, y), lambda a, b: np.where(a > b, a, b)),
+    "lt": (lambda x, y: x < y, np.less),
+    "clamp": (lambda x, y: clgrad.clamp(x, y, 1.0), lambda a, b: np.minimum(np.maximum(a, b), np.float32(1))),
+}
+
+
+@pytest.mark.parametrize("lb", LAYOUTS)
+@pytest.mark.parametrize("la", LAYOUTS)
+@pytest.mark.parametrize("op", list(LAYOUT_OPS))
+def test_layouts(device, op, la, lb):
+    fn, ref = LAYOUT_OPS[op]
+    a, b = np.random.randn(5, 7).astype(np.float32), np.random.randn(5, 7).astype(np.float32)
+    assert_close(fn(make(a, device, la), make(b, device, lb)), ref(a, b))
+
+
+@pytest.mark.parametrize("layout", LAYOUTS)
+@pytest.mark.parametrize("dtype", ["int32", "float16", "float64"])
+def test_layouts_unary_and_scalar(device, dtype, layout):
+    _skip_fp64(device, dtype)
+    a = _data("x", dtype)
+    x = make(a, device, layout)
+    assert_close(x * 3, (a.astype(np.float32) * 3).astype(dtype) if dtype == "float16" else a * a.dtype.type(3))
+    assert_close(abs(x), np.abs(a))
+
+
+def test_layouts_3d_permuted(device):
+    # permutations that don't coalesce keep 3 dims in the kernel; mix them with a broadcast operand
+    a = np.random.randn(4, 3, 5).astype(np.float32)
+    b = np.random.randn(5, 3, 4).astype(np.float32)
+    c = np.random.randn(3, 1).astype(np.float32)
+    x = make(a, device).permute(2, 1, 0)  # shape (5, 3, 4)
+    y = make(np.ascontiguousarray(b.transpose(1, 0, 2)), device).permute(1, 0, 2)  # (5, 3, 4), non-contiguous
+    z = make(c, device, "sliced")
+    assert_close(x * y - z, a.transpose(2, 1, 0) * b - c)
+
+
+def test_output_layouts(device):
+    # writing through strided views: a transposed and a sliced output
+    a, b = np.random.randn(4, 6).astype(np.float32), np.random.randn(6, 4).astype(np.float32)
+    base = make(np.zeros((6, 4), np.float32), device, "transposed").T  # (4, 6) view of F-ordered storage
+    clgrad.add(make(a, device), make(b, device).T, out=base)
+    assert_close(base, a + b.T)
+    big = clgrad.zeros(8, 12, device=device)
+    view = big[::2, ::2]
+    view.mul_(0).add_(make(a, device, "offset"))
+    expected = np.zeros((8, 12), np.float32)
+    expected[::2, ::2] = a
+    assert_close(big, expected)
+
+
+# ---- broadcasting, 0-dim tensors, zero-size tensors --------------------------------------------
+def _zero_dim(value, dtype, device):
+    return clgrad.tensor([value], dtype=getattr(clgrad, dtype), device=device).reshape(())
+
+
+def test_broadcast_row_column(device):
+    a, b = np.arange(3, dtype=np.float32).reshape(3, 1), np.arange(4, dtype=np.float32).reshape(1, 4)
+    assert_close(make(a, device) + make(b, device), a + b)
+    assert_close(make(a, device) * make(b, device, "offset"), a * b)
+    assert_close(clgrad.where(make(a, device) > 0, make(b, device), make(a, device)), np.where(a > 0, b, a))
+    assert_close(make(np.arange(4), device) - make(a.astype(np.int64), device), np.arange(4) - a.astype(np.int64))
+
+
+def test_broadcast_leading_dims(device):
+    a, b = np.random.randn(2, 1, 4).astype(np.float32), np.random.randn(3, 1).astype(np.float32)
+    assert_close(make(a, device, "sliced") + make(b, device, "transposed"), a + b)
+    # a transposed column broadcast against rows
+    c = np.random.randn(1, 5).astype(np.float32)
+    assert_close(make(c, device).T * make(c, device), c.T * c)
+
+
+def test_zero_dim_operands(device):
+    x = make(np.array([[1, 2, 3], [4, 5, 6]], np.int8), device)
+    s = _zero_dim(100, "int64", device)
+    got = x + s  # a 0-dim tensor of a higher dtype of the same category doesn't promote
+    assert_close(got, np.array([[101, 102, 103], [104, 105, 106]], np.int8))
+    assert_close(x * _zero_dim(0.5, "float64", device), np.array([[0.5, 1, 1.5], [2, 2.5, 3]], np.float32))
+    both = _zero_dim(3, "int32", device) * _zero_dim(2, "int16", device)
+    assert both.shape == () and both.dtype is clgrad.int32 and both.item() == 6
+    assert_close(clgrad.where(_zero_dim(True, "bool", device), x, 0), x.cpu().numpy())
+
+
+def test_zero_dim_cpu_tensor_joins_any_device(device):
+    # a 0-dim cpu tensor takes part as a 0-dim tensor (promotion) and travels as a scalar
+    x = make(np.array([1.0, 2.0, 3.0], np.float16), device)
+    s = _zero_dim(2049.0, "float32", "cpu")
+    got = x + s
+    assert got.device == clgrad.device(device) and got.dtype is clgrad.float16
+    # PyTorch converts the operand to float16 first: 2049 -> 2048
+    assert_close(got, np.array([2049, 2050, 2051], np.float32).astype(np.float16) * 0 + np.float16(2048) + x.cpu().numpy())
+    cond = _zero_dim(False, "bool", "cpu")
+    assert_close(clgrad.where(cond, x, s), np.full(3, 2048, np.float16))
+    i = make(np.array([250, 3], np.uint8), device)
+    assert_close(i + _zero_dim(10, "int64", "cpu"), np.array([4, 13], np.uint8))
+
+
+def test_half_compute_rounds_operands(device):
+    # int32 + float16 -> float16, the int converted to float16 before adding (as PyTorch does)
+    x = make(np.array([2049, 4097, 7, -65536], np.int32), device)
+    h = make(np.array([1.0, 2.0, 0.5, 1.0], np.float16), device)
+    expected = (np.array([2048, 4096, 7, -np.inf], np.float32) + h.cpu().numpy().astype(np.float32)).astype(np.float16)
+    assert_close(x + h, expected)
+    # a Python float is used unrounded (PyTorch's opmath scalar): 3e-8 rounds to the smallest subnormal
+    assert_close(make(np.array([3.0], np.float16), device) * 1e-8, np.array([3e-8], np.float32).astype(np.float16))
+
+
+MIXED = [  # (dtype a, dtype b, op): mixed-dtype operands in one kernel
+    ("int32", "float16", operator.add), ("uint8", "int8", operator.mul), ("bool", "float32", operator.sub),
+    ("int64", "float64", operator.truediv), ("int16", "uint8", operator.floordiv), ("float16", "float32", operator.lt),
+    ("bool", "int32", operator.and_), ("int8", "int64", operator.mod),
+]
+
+
+@pytest.mark.parametrize("da,db,op", MIXED, ids=[f"{a}-{b}-{o.__name__}" for a, b, o in MIXED])
+def test_mixed_dtypes(device, da, db, op):
+    _skip_fp64(device, da, db)
+    a, b = _data("x", da), _data("s", db)
+    b = np.where(b == 0, b.dtype.type(1), b)
+    x, y = make(a, device), make(b, device, "transposed")
+    if op is operator.sub and "bool" in (da, db):
+        b = b.astype(np.int16)
+        y = make(b, device)
+    rt = D.result_type(x, y)
+    compute = D.float_of(rt) if op is operator.truediv else rt
+    ca, cb = _compute_array(a, compute), _compute_array(b, compute)
+    ref = {operator.floordiv: floordiv_ref, operator.mod: remainder_ref}.get(op, op)
+    with np.errstate(all="ignore"):
+        expected = np.asarray(ref(ca, cb))
+    assert_close(op(x, y), expected.astype(np.bool_ if op is operator.lt else compute.np))
+
+
+ZERO_SHAPES = [((0,), (0,)), ((3, 0), (1, 0)), ((0, 1), (1, 4)), ((2, 0, 3), (3,)), ((0,), ())]
+
+
+@pytest.mark.parametrize("sa,sb", ZERO_SHAPES, ids=[f"{a}-{b}" for a, b in ZERO_SHAPES])
+def test_zero_size(device, sa, sb):
+    a, b = np.ones(sa, np.float32), np.ones(sb, np.int64)
+    x, y = make(a, device), clgrad.zeros(sb, dtype=clgrad.int64, device=device)
+    assert_close(x + y, a + b.astype(np.float32))
+    assert_close(x < y, a < b)
+    assert_close(clgrad.where(x > 0, x, y), np.where(a > 0, a, b).astype(np.float32))
+    assert_close(x.exp(), np.exp(a))
+    assert_close(x.add_(1), a + 1)
+
+
+# ---- edge values, one line each ----------------------------------------------------------------
+I32_MIN, I64_MIN = -(2**31), -(2**63)
+EDGES = [  # (id, fn, inputs (numpy arrays), expected)
+    ("int_div_by_zero", lambda x, y: x // y, [np.array([7, -7, 0], np.int32), np.zeros(3, np.int32)], np.zeros(3, np.int32)),
+    ("int_mod_by_zero", lambda x, y: x % y, [np.array([7, -7, 0], np.int64), np.zeros(3, np.int64)], np.zeros(3, np.int64)),
+    ("int_trunc_by_zero", lambda x, y: clgrad.div(x, y, rounding_mode="trunc"), [np.array([7, -7], np.int16), np.zeros(2, np.int16)], np.zeros(2, np.int16)),
+    ("int_fmod_by_zero", lambda x, y: clgrad.fmod(x, y), [np.array([7, -7], np.int8), np.zeros(2, np.int8)], np.zeros(2, np.int8)),
+    ("int32_min_floordiv_-1", lambda x, y: x // y, [np.array([I32_MIN, 6], np.int32), np.array([-1, -1], np.int32)], np.array([I32_MIN, -6], np.int32)),
+    ("int64_min_floordiv_-1", lambda x, y: x // y, [np.array([I64_MIN, 6]), np.array([-1, -1])], np.array([I64_MIN, -6])),
+    ("int32_min_trunc_-1", lambda x, y: clgrad.div(x, y, rounding_mode="trunc"), [np.array([I32_MIN], np.int32), np.array([-1], np.int32)], np.array([I32_MIN], np.int32)),
+    ("int64_min_mod_-1", lambda x, y: x % y, [np.array([I64_MIN, 5]), np.array([-1, -1])], np.array([0, 0])),
+    ("int64_min_fmod_-1", lambda x, y: clgrad.fmod(x, y), [np.array([I64_MIN, 5]), np.array([-1, -1])], np.array([0, 0])),
+    ("int8_min_floordiv_-1", lambda x, y: x // y, [np.array([-128], np.int8), np.array([-1], np.int8)], np.array([-128], np.int8)),
+    ("int_negative_floordiv", lambda x, y: x // y, [np.array([-7, 7, -7, 7]), np.array([2, -2, -2, 2])], np.array([-4, -4, 3, 3])),
+    ("int_negative_trunc", lambda x, y: clgrad.div(x, y, rounding_mode="trunc"), [np.array([-7, 7, -7]), np.array([2, -2, -2])], np.array([-3, -3, 3])),
+    ("int_negative_remainder", lambda x, y: x % y, [np.array([-7, 7, -7, 6]), np.array([3, -3, -3, -3])], np.array([2, -2, -1, 0])),
+    ("int_negative_fmod", lambda x, y: clgrad.fmod(x, y), [np.array([-7, 7, -7]), np.array([3, -3, -3])], np.array([-1, 1, -1])),
+    ("float_negative_floordiv", lambda x, y: x // y, [np.array([-7.5, 7.5, -0.0, 1.0], np.float32), np.array([2, -2, 1, -inf], np.float32)], np.array([-4, -4, -0.0, -1], np.float32)),
+    ("float_negative_remainder", lambda x, y: x % y, [np.array([-7.5, 7.5, 3.0, -3.0], np.float32), np.array([2, -2, inf, inf], np.float32)], np.array([0.5, -0.5, 3, inf], np.float32)),
+    ("float_div_by_zero", lambda x, y: x / y, [np.array([1.0, -1.0, 0.0, 1.0], np.float32), np.array([0.0, 0.0, 0.0, -0.0], np.float32)], np.array([inf, -inf, nan, -inf], np.float32)),
+    ("int_true_div_by_zero", lambda x, y: x / y, [np.array([1, -1, 0]), np.array([0, 0, 0])], np.array([inf, -inf, nan], np.float32)),
+    ("uint8_add_wraps", lambda x, y: x + y, [np.array([250, 255], np.uint8), np.array([10, 1], np.uint8)], np.array([4, 0], np.uint8)),
+    ("uint8_sub_wraps", lambda x, y: x - y, [np.array([3, 0], np.uint8), np.array([5, 1], np.uint8)], np.array([254, 255], np.uint8)),
+    ("uint8_mul_wraps", lambda x, y: x * y, [np.array([16, 255], np.uint8), np.array([16, 2], np.uint8)], np.array([0, 254], np.uint8)),
+    ("uint8_neg_wraps", lambda x: -x, [np.array([1, 0, 200], np.uint8)], np.array([255, 0, 56], np.uint8)),
+    ("uint8_scalar_-1_wraps", lambda x: x + -1, [np.array([0, 5], np.uint8)], np.array([255, 4], np.uint8)),
+    ("uint8_eq_-1", lambda x: x == -1, [np.array([255, 1], np.uint8)], np.array([True, False])),
+    ("int8_scalar_1000_wraps", lambda x: x + 1000, [np.array([2, 3], np.int8)], np.array([-22, -21], np.int8)),
+    ("int_pow_negative_tensor_exponent", lambda x, y: x**y, [np.array([2, 1, -1, -1, 0, -2]), np.array([-1, -2, -1, -2, -1, -3])], np.array([0, 1, -1, 1, 0, 0])),
+    ("int32_pow_wraps", lambda x, y: x**y, [np.array([2, 3, -2], np.int32), np.array([31, 21, 31], np.int32)], np.array([I32_MIN, 3**21 - 2**32 * 2, I32_MIN], np.int32)),
+    ("int_abs_min", lambda x: abs(x), [np.array([-128, -5], np.int8)], np.array([-128, 5], np.int8)),
+    ("float_sign_nan_zero", lambda x: x.sign(), [np.array([nan, -0.0, -inf, 3.0], np.float32)], np.array([0, 0, -1, 1], np.float32)),
+    ("maximum_nan", lambda x, y: clgrad.maximum(x, y), [np.array([nan, 1.0, -inf], np.float32), np.array([1.0, nan, nan], np.float32)], np.array([nan, nan, nan], np.float32)),
+    ("clamp_nan_and_inverted", lambda x: x.clamp(2.0, 1.0), [np.array([nan, 0.0, 5.0], np.float32)], np.array([nan, 1.0, 1.0], np.float32)),
+    ("round_half_even", lambda x: x.round(), [np.array([0.5, 1.5, 2.5, -0.5, -2.5], np.float32)], np.array([0, 2, 2, -0.0, -2], np.float32)),
+    ("float_to_int_cast", lambda x: x.to(clgrad.int8), [np.array([1.9, -1.9, 127.0, -128.0], np.float32)], np.array([1, -1, 127, -128], np.int8)),
+    ("float_to_uint8_cast", lambda x: x.to(clgrad.uint8), [np.array([-1.0, 255.0, 3.7], np.float32)], np.array([255, 255, 3], np.uint8)),
+    ("float_to_bool_cast", lambda x: x.to(clgrad.bool), [np.array([nan, -0.0, 0.1], np.float32)], np.array([True, False, True])),
+    ("float64_to_half_overflow", lambda x: x.to(clgrad.float16), [np.array([1e6, -1e6, 65504.0, 1e-9])], np.array([inf, -inf, 65504, 0], np.float16)),
+    ("bool_bitwise_not", lambda x: clgrad.bitwise_not(x), [np.array([True, False])], np.array([False, True])),
+    ("bool_add_saturates", lambda x, y: x + y, [np.array([True, True, False]), np.array([True, False, False])], np.array([True, True, False])),
+    ("bool_square_promotes", lambda x: x.square(), [np.array([True, False])], np.array([1, 0])),
+]
+
+
+@pytest.mark.parametrize("fn,inputs,expected", [e[1:] for e in EDGES], ids=[e[0] for e in EDGES])
+def test_edge_values(device, fn, inputs, expected):
+    _skip_fp64(device, *(a.dtype.name for a in inputs))
+    got = fn(*(make(a, device) for a in inputs))
+    assert_close(got, expected)
+
+
+def test_signed_zeros(device):
+    x = make(np.array([-4.0, 4.0, -0.0, 0.0], np.float32), device)
+    y = make(np.array([2.0, -2.0, 1.0, -1.0], np.float32), device)
+    assert np.signbit(to_numpy(x % y)).tolist() == [True, False, True, False]  # PyTorch keeps fmod's zero
+    assert np.signbit(to_numpy(x // y)).tolist() == [True, True, True, True]
+    assert np.signbit(to_numpy(-make(np.zeros(2, np.float32), device))).all()
+
+
+def test_pow_negative_scalar_exponent_raises(device):
+    x = make(np.array([2, 3]), device)
+    with pytest.raises(RuntimeError, match="Integers to negative integer powers are not allowed."):
+        x**-1
+    with pytest.raises(RuntimeError, match="Integers to negative integer powers are not allowed."):
+        make(np.array([2], np.uint8), device).pow(-2)
+    assert_close(x**-1.0, np.array([0.5, 1 / 3], np.float32))
+    assert_close(2 ** make(np.array([-1, 2]), device), np.array([0, 4]))
+
+
+# ---- in-place forms ------------------------------------------------------------------------------
+INPLACE = [  # (id, in-place fn, numpy reference, dtype)
+    ("iadd", lambda x, y: x.__iadd__(y), np.add, "int32"),
+    ("add_", lambda x, y: x.add_(y), np.add, "float32"),
+    ("add_alpha_", lambda x, y: x.add_(y, alpha=3), lambda a, b: a + 3 * b, "int64"),
+    ("sub_alpha_", lambda x, y: x.sub_(y, alpha=0.5), lambda a, b: a - 0.5 * b, "float32"),
+    ("isub", lambda x, y: x.__isub__(y), np.subtract, "int16"),
+    ("imul_scalar", lambda x, y: x.__imul__(3), lambda a, b: a * 3, "uint8"),
+    ("itruediv", lambda x, y: x.__itruediv__(y), np.true_divide, "float32"),
+    ("ifloordiv", lambda x, y: x.__ifloordiv__(y), np.floor_divide, "int32"),
+    ("imod", lambda x, y: x.__imod__(y), np.remainder, "int64"),
+    ("ipow_scalar", lambda x, y: x.__ipow__(2), lambda a, b: a**2, "int32"),
+    ("iand", lambda x, y: x.__iand__(y), np.bitwise_and, "int32"),
+    ("ior", lambda x, y: x.__ior__(y), np.bitwise_or, "uint8"),
+    ("ixor", lambda x, y: x.__ixor__(y), np.bitwise_xor, "int8"),
+    ("ilshift", lambda x, y: x.__ilshift__(1), lambda a, b: a << 1, "int32"),
+    ("irshift", lambda x, y: x.__irshift__(1), lambda a, b: a >> 1, "int32"),
+    ("clamp_", lambda x, y: x.clamp_(-1, 1), lambda a, b: np.clip(a, -1, 1), "float32"),
+    ("clamp_min_tensor_", lambda x, y: x.clamp_(min=y), np.maximum, "int32"),
+    ("mul_float_into_double", lambda x, y: x.mul_(y), np.multiply, "float64"),
+    ("eq_", lambda x, y: x.eq_(y), lambda a, b: (a == b).astype(a.dtype), "float32"),
+    ("neg_", lambda x, y: x.neg_(), lambda a, b: -a, "float32"),
+    ("exp_", lambda x, y: x.exp_(), lambda a, b: np.exp(a), "float32"),
+    ("int_add_bool_", lambda x, y: x.add_(y > 2), lambda a, b: a + (b > 2), "int32"),
+]
+
+
+@pytest.mark.parametrize("layout", ["contiguous", "transposed"])
+@pytest.mark.parametrize("fn,ref,dtype", [e[1:] for e in INPLACE], ids=[e[0] for e in INPLACE])
+def test_inplace(device, fn, ref, dtype, layout):
+    _skip_fp64(device, dtype)
+    a = np.array([[5, 7, 1], [3, 4, 9]], dtype=dtype)
+    b = np.array([[2, 3, 1], [4, 2, 5]], dtype=dtype if dtype != "float64" else "float32")
+    x = make(a, device, layout)
+    y = make(b, device)
+    result = fn(x, y)
+    assert result is x  # in-place ops return self
+    with np.errstate(all="ignore"):
+        expected = np.asarray(ref(a, b)).astype(dtype)
+    assert_close(x, expected)
+
+
+def test_inplace_broadcast_self_overlap(device):
+    # an input that is a (broadcast) view of the output reads a snapshot, never half-updated values
+    a = np.arange(12, dtype=np.float32).reshape(3, 4)
+    x = make(a, device)
+    x.add_(x[0])
+    assert_close(x, a + a[0])
+    x = make(a, device)
+    x[1:] += x[:-1]
+    expected = a.copy()
+    expected[1:] = a[1:] + a[:-1]
+    assert_close(x, expected)
+
+
+@pytest.mark.parametrize(
+    "dtype,fn,message",
+    [
+        ("int64", lambda x: x.__iadd__(2.5), "result type Float can't be cast to the desired output type Long"),
+        ("int64", lambda x: x.div_(2), "result type Float can't be cast to the desired output type Long"),
+        ("int32", lambda x: x.mul_(clgrad.ones(3, 2, dtype=clgrad.float16, device=x.device)),
+         "result type Half can't be cast to the desired output type Int"),
+        ("bool", lambda x: x.add_(clgrad.ones(3, 2, dtype=clgrad.int64, device=x.device)),
+         "result type Long can't be cast to the desired output type Bool"),
+        ("uint8", lambda x: x.clamp_(min=0.5), "result type Float can't be cast to the desired output type Byte"),
+        ("float32", lambda x: x.add_(clgrad.ones(3, 4, device=x.device)),
+         r"output with shape \[3, 2\] doesn't match the broadcast shape \[3, 4\]"),
+    ],
+)
+def test_inplace_errors(device, dtype, fn, message):
+    x = clgrad.ones(3, 2, dtype=getattr(clgrad, dtype), device=device)
+    before = to_numpy(x)
+    with pytest.raises(RuntimeError, match=message):
+        fn(x)
+    assert np.array_equal(to_numpy(x), before)  # nothing was written
+
+
+def test_inplace_error_wording_matches_torch():
+    torch = pytest.importorskip("torch")
+    with pytest.raises(RuntimeError) as want:
+        torch.ones(2, dtype=torch.long).add_(2.5)
+    with pytest.raises(RuntimeError) as got:
+        clgrad.ones(2, dtype=clgrad.long).add_(2.5)
+    assert str(got.value) == str(want.value)
+
+
+def test_out_argument(device):
+    a, b = np.array([1.5, 2.5], np.float32), np.array([2.0, 4.0], np.float32)
+    out = clgrad.empty(2, dtype=clgrad.float64, device=device) if fp64_ok(device) else clgrad.empty(2, device=device)
+    r = clgrad.mul(make(a, device), make(b, device), out=out)
+    assert r is out
+    assert_close(out, (a * b).astype(out.dtype.np))
+    flags = clgrad.zeros(2, dtype=clgrad.int32, device=device)
+    clgrad.lt(make(a, device), 2.0, out=flags)  # bool results may go into any dtype
+    assert_close(flags, np.array([1, 0], np.int32))
+
+
+# ---- errors --------------------------------------------------------------------------------------
+def _opencl_only(device):
+    if device == "cpu":
+        pytest.skip("needs an OpenCL device")
+    return int(device.split(":")[1])
+
+
+def test_device_mismatch(device):
+    n = _opencl_only(device)
+    x, c = clgrad.ones(3, device=device), clgrad.ones(3)
+    message = f"Expected all tensors to be on the same device, but found at least two devices, opencl:{n} and cpu!"
+    for fn in (lambda: x + c, lambda: c + x, lambda: clgrad.where(x > 0, c, x), lambda: x.add_(c), lambda: c.add_(x),
+               lambda: clgrad.add(x, x, out=clgrad.empty(3))):
+        with pytest.raises(RuntimeError, match=message):
+            fn()
+    # a 0-dim cpu tensor joins the OpenCL tensor (but not as an output)
+    assert (x + clgrad.zeros(())).device == clgrad.device(device)
+    with pytest.raises(RuntimeError, match=message):
+        clgrad.add(x[0], x[1], out=clgrad.zeros(()))
+
+
+def test_broadcast_mismatch(device):
+    a, b = clgrad.ones(2, 3, device=device), clgrad.ones(2, 4, device=device)
+    with pytest.raises(RuntimeError, match=r"The size of tensor a \(3\) must match the size of tensor b \(4\) at non-singleton dimension 1"):
+        a + b
+    with pytest.raises(RuntimeError, match="must match the size"):
+        clgrad.where(a > 0, a, b)
+
+
+@pytest.mark.parametrize("op", ["bitwise_and", "bitwise_or", "bitwise_xor", "lshift", "rshift"])
+def test_bitwise_on_float_names_op_dtype_device(device, op):
+    x = clgrad.ones(3, device=device)
+    with pytest.raises(NotImplementedError, match=f"\"{op}\" not implemented for 'Float' .* on device {device}"):
+        getattr(clgrad, op)(x, x)
+    with pytest.raises(RuntimeError, match="bitwise_not"):
+        ~x
+
+
+@pytest.mark.parametrize(
+    "fn,exc,message",
+    [
+        (lambda x: x + "a", TypeError, "unsupported operand"),
+        (lambda x: x + None, TypeError, "unsupported operand"),
+        (lambda x: x * [1, 2], TypeError, "unsupported operand"),
+        (lambda x: clgrad.add(x, "a"), TypeError, "str"),
+        (lambda x: clgrad.mul(2, 3), TypeError, "must be Tensor"),
+        (lambda x: clgrad.where(x > 0, x, None), TypeError, "NoneType"),
+        (lambda x: clgrad.where(x, x, x), RuntimeError, "where expected condition to be a boolean tensor, but got a tensor with dtype Float"),
+        (lambda x: clgrad.div(x, 2, rounding_mode="bad"), RuntimeError, "div expected rounding_mode to be one of None, 'trunc', or 'floor' but found 'bad'"),
+        (lambda x: x.bool() - x.bool(), RuntimeError, "Subtraction, the `-` operator, with two bool tensors is not supported"),
+        (lambda x: x - True, RuntimeError, "Subtraction, the `-` operator, with a bool tensor is not supported"),
+        (lambda x: -x.bool(), RuntimeError, "Negation, the `-` operator, on a bool tensor is not supported"),
+        (lambda x: x.clamp(), RuntimeError, "At least one of 'min' or 'max' must not be None"),
+        (lambda x: x.long().add(x.long(), alpha=0.5), RuntimeError, "For integral input tensors, argument alpha must not be a floating point number."),
+        (lambda x: x.add(x, alpha=True), RuntimeError, "Boolean alpha only supported for Boolean results."),
+        (lambda x: x.bool().clamp(min=False), NotImplementedError, "clamp"),
+    ],
+)
+def test_errors(device, fn, exc, message):
+    with pytest.raises(exc, match=message.replace("(", r"\(").replace(")", r"\)").replace("[", r"\[")):
+        fn(clgrad.ones(3, device=device))
+
+
+def test_unknown_operand_returns_not_implemented(device):
+    x = clgrad.ones(2, device=device)
+    assert x.__add__("a") is NotImplemented
+    assert x.__radd__("a") is NotImplemented
+    assert x.__eq__(None) is NotImplemented
+    assert (x == None) is False  # noqa: E711 - Python falls back to identity
+
+    class Other:
+        def __radd__(self, other):
+            return "radd"
+
+    assert x + Other() == "radd"  # NotImplemented lets the other operand answer
