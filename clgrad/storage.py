@@ -1,8 +1,8 @@
 """Storage: a flat, typed block of device memory that tensors view through shape, strides and offset."""
 from __future__ import annotations
 
-from .dtypes import dtype
 from .device import device
+from .dtypes import dtype
 
 
 class Storage:

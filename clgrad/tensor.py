@@ -8,6 +8,9 @@ import numpy as np
 
 from . import backends
 from . import dtypes as D
+from .autograd.grad_mode import no_grad
+from .autograd.graph import needs_graph
+from .autograd.variable import AutogradMixin
 from .device import device, resolve
 from .ops import pointwise as P
 from .ops import views as V
@@ -28,7 +31,7 @@ contiguous_format = memory_format("contiguous_format")
 preserve_format = memory_format("preserve_format")
 
 
-class Tensor:
+class Tensor(AutogradMixin):
     """An n-dimensional array on a device. Build one with ``clgrad.tensor``, ``zeros``, ``randn``…"""
 
     __slots__ = ("_storage", "dtype", "_shape", "_strides", "_offset", "__dict__", "__weakref__")
@@ -73,7 +76,10 @@ class Tensor:
         return Tensor._empty(self._shape, dt or self.dtype, dev or self.device, strides)
 
     def _view(self, shape, strides, offset=None) -> Tensor:
-        return Tensor._make(self._storage, self.dtype, shape, strides, self._offset if offset is None else offset)
+        """A view of the same memory; it remembers the tensor that owns the memory (for autograd)."""
+        t = Tensor._make(self._storage, self.dtype, shape, strides, self._offset if offset is None else offset)
+        t._base = self._base if self._base is not None else self
+        return t
 
     def _same_view(self, other) -> bool:
         return (self._storage is other._storage and self._offset == other._offset
@@ -236,7 +242,12 @@ class Tensor:
                 raise TypeError(f"to() received an invalid combination of arguments - got ({got})")
         if dev == self.device and dt is self.dtype and not copy and fmt in (None, preserve_format):
             return self
-        return self._empty_like(dt, dev, fmt).copy_(self)
+        if needs_graph(self):
+            from .ops.functions import ToCopy
+
+            return ToCopy.apply(self, dev, dt)
+        with no_grad():
+            return self._empty_like(dt, dev, fmt).copy_(self)
 
     def cpu(self) -> Tensor:
         return self.to("cpu")
@@ -292,6 +303,11 @@ class Tensor:
         shape = V.broadcast_shapes(self._shape, src._shape)
         if shape != self._shape:
             raise RuntimeError(f"output with shape {list(self._shape)} doesn't match the broadcast shape {list(shape)}")
+        if needs_graph(self, src):
+            from .autograd.graph import inplace
+            from .ops.functions import Expand
+
+            return inplace(self, lambda old: Expand.apply(src.to(self.device, self.dtype), self._shape))
         if self.numel() == 0:
             return self
         V.check_no_internal_overlap(self)
@@ -302,6 +318,7 @@ class Tensor:
         else:
             V.check_no_partial_overlap(self, src)
         P.cast_into(self, src)
+        self._storage.version += 1
         return self
 
     def _write_from_host(self, src: Tensor) -> bool:
@@ -309,6 +326,7 @@ class Tensor:
         if not (self.is_contiguous() and src._shape == self._shape and src.dtype is self.dtype):
             return False
         backends.get(self.device).write(self._storage, src._host(), offset=self._offset)
+        self._storage.version += 1
         return True
 
     def contiguous(self, memory_format=None) -> Tensor:
@@ -316,6 +334,10 @@ class Tensor:
 
     def clone(self, memory_format=None) -> Tensor:
         """A copy in new memory; a dense layout (a transpose) is kept, as ``torch.preserve_format`` does."""
+        if needs_graph(self):
+            from .ops.functions import Clone
+
+            return Clone.apply(self, memory_format)
         return P.cast_into(self._empty_like(memory_format=memory_format), self)
 
     def fill_(self, value) -> Tensor:

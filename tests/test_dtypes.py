@@ -8,6 +8,7 @@ import pytest
 
 import clgrad
 from clgrad import dtypes as D
+from tests.conftest import fp64_ok
 
 NAMES = [d.name for d in D.ALL]
 PAIRS = list(itertools.product(NAMES, NAMES))
@@ -121,12 +122,16 @@ def test_dtype_properties():
 
 
 @pytest.mark.parametrize("default", ["float64", "float16", "float32"])
-def test_set_default_dtype(default_dtype, default):
+def test_set_default_dtype(default_dtype, default, device):
+    if default == "float64" and not fp64_ok(device):
+        pytest.skip("the device lacks cl_khr_fp64")
     dt = getattr(clgrad, default)
     clgrad.set_default_dtype(dt)
     assert clgrad.get_default_dtype() is dt
-    ints = clgrad.tensor([1, 2, 3])
-    assert (ints / 2).dtype is dt  # true division of integers gives the default float
+    ints = clgrad.tensor([1, 2, 3], device=device)
+    half = ints / 2  # true division of integers gives the default float
+    assert half.dtype is dt and half.device == clgrad.device(device)
+    assert half.tolist() == [0.5, 1.0, 1.5]
     assert ints.sqrt().dtype is dt
     assert (ints * 2.5).dtype is dt  # a float scalar takes the default dtype
     assert clgrad.result_type(ints, 2.5) is dt

@@ -78,7 +78,7 @@ def run_backward(tensors, grad_tensors, retain_graph, create_graph, inputs=None,
     for (node, nr), g in roots:
         _accumulate(buffers, node, nr, g)
     captured = [None] * (len(inputs) if inputs is not None else 0)
-    ready = [node for node, _ in roots if deps.get(node, 0) == 0]
+    ready = [edge[0] for edge, _ in roots if deps.get(edge[0], 0) == 0]
     done = set()
     with set_grad_enabled(create_graph):
         while ready:

@@ -33,7 +33,7 @@ def _numerical(func, inputs, diff_idx, eps):
                 pert = host.copy()
                 pert.flat[j] += sign * eps
                 args = list(inputs)
-                args[i] = tensor(pert, dtype=x.dtype, device=x.device)
+                args[i] = tensor(pert, dtype=x.dtype, device=x.device, requires_grad=x.requires_grad)
                 outs = _flat_outputs(func, args)
                 vals.append(np.concatenate([np.asarray(o.detach().cpu().numpy(), np.float64).ravel() for o in outs]
                                            or [np.zeros(0)]))
@@ -44,7 +44,7 @@ def _numerical(func, inputs, diff_idx, eps):
 
 def _analytical(outputs, inputs, diff_idx):
     from . import grad as autograd_grad
-    from ..ops.creation import zeros_like
+    from ..ops.creation import zeros
 
     sizes = [o.numel() for o in outputs]
     total = sum(sizes)
@@ -55,7 +55,7 @@ def _analytical(outputs, inputs, diff_idx):
             if not o.requires_grad:
                 col += 1
                 continue
-            seed = zeros_like(o)
+            seed = zeros(tuple(o.shape), dtype=o.dtype, device=o.device)
             seed.view(-1)[k] = 1
             grads = autograd_grad(o, [inputs[i] for i in diff_idx], seed, retain_graph=True, allow_unused=True)
             for n, g in enumerate(grads):

@@ -153,7 +153,9 @@ OPS: dict[str, EwOp] = {
     "rshift": EwOp(2, "shift_right(a, b)", _shift(np.right_shift), allow="ui"),
     # unary math
     "neg": EwOp(1, "-a", np.negative, allow=_NUM),
-    "abs": EwOp(1, "fabs(a)", np.abs, c_int="(T)(a < 0 ? -a : a)", allow=_NUM),
+    # the builtin abs (unsigned result, so abs(INT_MIN) wraps back to INT_MIN as in PyTorch); a hand-written
+    # a < 0 ? -a : a becomes the llvm.abs intrinsic, which Oclgrind cannot run
+    "abs": EwOp(1, "fabs(a)", np.abs, c_int="(T)abs(a)", allow=_NUM),
     "sign": EwOp(1, "(T)((a > 0) - (a < 0))", _np_sign, c_bool="a"),
     "sqrt": EwOp(1, "sqrt(a)", np.sqrt, kind="float"),
     "rsqrt": EwOp(1, "rsqrt(a)", lambda a: 1 / np.sqrt(a), kind="float"),

@@ -27,38 +27,52 @@
 inline float round_half(float x) { ushort h; vstore_half_rte(x, 0, (half *)&h); return vload_half(0, (half *)&h); }
 % endif
 % if integral:
+<% signed = compute in ("char", "short", "int", "long") %>\
 // Floor division and Python-style remainder; the guards keep x / 0 and INT_MIN / -1 from trapping.
 inline T py_floordiv(T a, T b) {
     if (b == 0) return 0;
-    if ((T)-1 < 0 && b == (T)-1) return (T)(0UL - (ulong)a);
+%   if signed:
+    if (b == -1) return (T)(0UL - (ulong)a);
     T q = a / b;
     if ((a % b != 0) && ((a < 0) != (b < 0))) q -= 1;
     return q;
+%   else:
+    return a / b;
+%   endif
 }
 inline T trunc_div(T a, T b) {
     if (b == 0) return 0;
-    if ((T)-1 < 0 && b == (T)-1) return (T)(0UL - (ulong)a);
+%   if signed:
+    if (b == -1) return (T)(0UL - (ulong)a);
+%   endif
     return a / b;
 }
 inline T py_remainder(T a, T b) {
-    if (b == 0 || ((T)-1 < 0 && b == (T)-1)) return 0;
+    if (b == 0${" || b == -1" if signed else ""}) return 0;
     T r = a % b;
+%   if signed:
     if (r != 0 && ((r < 0) != (b < 0))) r += b;
+%   endif
     return r;
 }
-inline T int_fmod(T a, T b) {
-    if (b == 0 || ((T)-1 < 0 && b == (T)-1)) return 0;
-    return a % b;
-}
+inline T int_fmod(T a, T b) { return (b == 0${" || b == -1" if signed else ""}) ? 0 : a % b; }
 // Negative exponents give 0 except for bases 1 and -1, as PyTorch does on GPUs.
 inline T int_pow(T a, T b) {
-    if (b < 0) return a == 1 ? 1 : (a == (T)-1 ? ((b & 1) ? (T)-1 : 1) : 0);
+%   if signed:
+    if (b < 0) return a == 1 ? 1 : (a == -1 ? ((b & 1) ? -1 : 1) : 0);
+%   endif
     T r = 1;
     while (b) { if (b & 1) r *= a; a *= a; b >>= 1; }
     return r;
 }
-inline T shift_left(T a, T b) { return (b < 0 || b >= (T)(8 * sizeof(T))) ? 0 : (T)(a << b); }
-inline T shift_right(T a, T b) { return (b < 0 || b >= (T)(8 * sizeof(T))) ? (a < 0 ? (T)-1 : 0) : (T)(a >> b); }
+inline T shift_left(T a, T b) { return (${"b < 0 || " if signed else ""}b >= (T)(8 * sizeof(T))) ? 0 : (T)(a << b); }
+inline T shift_right(T a, T b) {
+%   if signed:
+    return (b < 0 || b >= (T)(8 * sizeof(T))) ? (a < 0 ? (T)-1 : 0) : (T)(a >> b);
+%   else:
+    return b >= (T)(8 * sizeof(T)) ? 0 : (T)(a >> b);
+%   endif
+}
 % else:
 // PyTorch's (and numpy's) divmod algorithm, so floor division agrees with Python on every device.
 inline T py_floordiv(T a, T b) {

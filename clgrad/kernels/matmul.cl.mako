@@ -6,8 +6,9 @@
 ## (neighbouring work-items then read neighbouring local words); CPUs want vw = the SIMD width.
 ## The k loop stages tk-deep slabs of a and b in __local memory. Tiles wholly inside the matrices are
 ## copied without bounds checks, lw elements at a time along the operand's unit-stride dim (a_unit /
-## b_unit name it; '' means no unit stride: a plain gather); edge tiles are copied element by element and
-## zero-filled past M, N and K, so any size works and K == 0 leaves the zeros the accumulators start with.
+## b_unit name it; '' means no unit stride: a plain gather). Edge tiles check each chunk and copy those
+## that cross the matrix edge element by element, zero-filled past M, N and K, so any size works and
+## K == 0 leaves the zeros the accumulators start with.
 ##
 ## Render kwargs: name, ctype (storage type), acc (accumulator type), fp64, idx_t, tm, tn, tk, wm, wn, vw,
 ## a_unit ('k', 'm' or ''), b_unit ('n', 'k' or '').
@@ -37,7 +38,7 @@
   def a_at(m, k):
       return f"As[{m}][{k}]" if a_rowmajor else f"As[{k}][{m}]"
 
-  # Per operand: (fast dim, tile extents (slow, fast), local destination, global index, bounds).
+  # Tile copies walk each operand's unit-stride dim fastest (a literal 1 stride there), else m / n.
   a_fast = "k" if a_unit == "k" else "m"
   b_fast = "k" if b_unit == "k" else "n"
   a_sk = "1" if a_unit == "k" else "a_sk"
@@ -63,34 +64,46 @@
       limit = {"n": "N", "k": "K"}
       unit = b_unit == fast
   slow = [d for d in ext if d != fast][0]
-  w = lw if unit and not checked else 1
+  w = lw if unit else 1
   reps = ext[slow] * ext[fast] // (w * nt)
-  def dst(idx):
+  ss, ff = slow * 2, fast * 2
+  def dst(f):
+      idx = {slow: ss, fast: f}
       if op == "a":
           return a_at(idx["m"], idx["k"])
       return f"Bs[{idx['k']}][{idx['n']}]"
   contiguous_dst = (op == "a" and (fast == "k") == a_rowmajor) or (op == "b" and fast == "n")
+  slow_ok = f"{start[slow]} + {ss} < {limit[slow]}"
 %>\
-% for r in range(reps):
-            {
-                const int e = (tid + ${r * nt}) * ${w};
-                const int ${fast}${fast} = e % ${ext[fast]}, ${slow}${slow} = e / ${ext[fast]};
-                const ${idx_t} g = ${op}_base + (${start[slow]} + ${slow}${slow}) * ${stride[slow]} + (${start[fast]} + ${fast}${fast}) * ${stride[fast]};
-<% local = {slow: f"{slow}{slow}", fast: f"{fast}{fast}"} %>\
-%   if checked:
-                ${dst(local)} = (${start[slow]} + ${slow}${slow} < ${limit[slow]} && ${start[fast]} + ${fast}${fast} < ${limit[fast]}) ? ${gload(op, "g", 1)} : (${acc})0;
-%   elif w == 1:
-                ${dst(local)} = ${gload(op, "g", 1)};
-%   elif contiguous_dst:
-                vstore${w}(${gload(op, "g", w)}, 0, &${dst(local)});
+            for (int r = 0; r < ${reps}; ++r) {
+                const int e = (tid + r * ${nt}) * ${w};
+                const int ${ff} = e % ${ext[fast]}, ${ss} = e / ${ext[fast]};
+                const ${idx_t} g = ${op}_base + (${start[slow]} + ${ss}) * ${stride[slow]} + (${start[fast]} + ${ff}) * ${stride[fast]};
+%   if checked and w == 1:
+                ${dst(ff)} = (${slow_ok} && ${start[fast]} + ${ff} < ${limit[fast]}) ? ${gload(op, "g", 1)} : (${acc})0;
 %   else:
+%     if checked:
+                // a chunk wholly inside the matrix is copied as a vector, one that crosses its edge elementwise
+                if (${slow_ok} && ${start[fast]} + ${ff} + ${w} <= ${limit[fast]}) {
+%     endif
+%     if w == 1:
+                ${dst(ff)} = ${gload(op, "g", 1)};
+%     elif contiguous_dst:
+                vstore${w}(${gload(op, "g", w)}, 0, &${dst(ff)});
+%     else:
                 const ${vt(w)} v = ${gload(op, "g", w)};
-%     for t in range(w):
-                ${dst({slow: local[slow], fast: f"{local[fast]} + {t}"})} = v.s${"%x" % t};
-%     endfor
+%       for t in range(w):
+                ${dst(f"{ff} + {t}")} = v.s${"%x" % t};
+%       endfor
+%     endif
+%     if checked:
+                } else {
+                    for (int t = 0; t < ${w}; ++t)
+                        ${dst(f"{ff} + t")} = (${slow_ok} && ${start[fast]} + ${ff} + t < ${limit[fast]}) ? ${gload(op, "g + t", 1)} : (${acc})0;
+                }
+%     endif
 %   endif
             }
-% endfor
 </%def>\
 % if fp64:
 #pragma OPENCL EXTENSION cl_khr_fp64 : enable
@@ -170,9 +183,15 @@ ${copy("b", True)}\
                     vstore${vw}(convert_${ctype}${vw}(acc${i}_${j}), 0, out + o);
 %       endif
                 } else {
-%       for v in range(vw):
-                    if (n + ${v} < N) ${"vstore_half_rte(acc%d_%d.s%x, o + %d, out)" % (i, j, v, v) if half else "out[o + %d] = (%s)acc%d_%d.s%x" % (v, ctype, i, j, v)};
-%       endfor
+                    ${acc} part[${vw}];
+                    vstore${vw}(acc${i}_${j}, 0, part);
+                    for (int v = 0; v < ${vw} && n + v < N; ++v) {
+%       if half:
+                        vstore_half_rte(part[v], o + v, out);
+%       else:
+                        out[o + v] = (${ctype})part[v];
+%       endif
+                    }
                 }
 %     elif half:
                 if (n < N) vstore_half_rte(acc${i}_${j}, o, out);

@@ -10,7 +10,7 @@ from ..autograd.graph import needs_graph
 from ..backends.ewtable import OPS
 from . import pointwise as P
 from . import shape as S
-from .grads import GRADS
+from .grads import GRADS, NO_INPUTS, USES_OUT
 
 
 def _camel(name: str) -> str:
@@ -24,15 +24,19 @@ class Elementwise(Function):
     op = "identity"
 
     @classmethod
-    def forward(cls, ctx, *operands):
-        out = P.apply(cls.op, *operands)
+    def forward(cls, ctx, *operands, compute=None):
+        out = P.apply(cls.op, *operands, compute=compute)
         if cls.op in GRADS:
-            ctx.save_for_backward(*[x if P.is_tensor(x) else None for x in operands], out)
+            keep = cls.op not in NO_INPUTS
+            ctx.save_for_backward(*[x if keep and P.is_tensor(x) else None for x in operands],
+                                  out if cls.op in USES_OUT else None)
             ctx.scalars = tuple(None if P.is_tensor(x) else x for x in operands)
         return out
 
     @classmethod
     def backward(cls, ctx, grad):
+        if cls.op not in GRADS:  # piecewise-constant ops (floor_divide...) pass no gradient
+            return (None,) * len(ctx.needs_input_grad)
         saved = ctx.saved_tensors
         args = [s if s is not None else c for s, c in zip(saved[:-1], ctx.scalars)]
         grads = GRADS[cls.op](grad, *args, saved[-1])
@@ -125,12 +129,12 @@ class Clone(Function):
     node_name = "CloneBackward0"
 
     @staticmethod
-    def forward(ctx, x):
-        return x.clone()
+    def forward(ctx, x, memory_format=None):
+        return x.clone(memory_format=memory_format)
 
     @staticmethod
     def backward(ctx, grad):
-        return grad
+        return grad, None
 
 
 class ToCopy(Function):

@@ -38,6 +38,12 @@ def _clamp(g, x, lo, hi, out):
             g * (x > hi) if hasattr(hi, "_storage") else None)
 
 
+# rules that read the op's output (saved at forward), and rules that need none of its inputs
+USES_OUT = {"pow", "hypot", "copysign", "sqrt", "rsqrt", "exp", "exp2", "expm1", "tan", "tanh", "sigmoid", "relu",
+            "reciprocal"}
+NO_INPUTS = {"identity", "add", "sub", "neg", "sqrt", "rsqrt", "exp", "exp2", "expm1", "tan", "tanh", "sigmoid",
+             "relu", "reciprocal", "sign", "floor", "ceil", "round", "trunc", "frac"}
+
 GRADS = {
     "identity": lambda g, a, out: (g,),
     "add": lambda g, a, b, out: (g, g),

@@ -96,7 +96,8 @@ def clamp(input, min=None, max=None, *, out=None):  # noqa: A002 - PyTorch's nam
     bounds = [b for b in (min, max) if b is not None]
     P.check_operands("clamp", (input, *bounds))
     compute = D.result_type(input, *bounds)
-    if compute is D.bool:
+    if compute is D.bool and not (len(bounds) == 1 and P.is_tensor(bounds[0])):
+        # PyTorch has bool kernels only for a one-sided tensor bound (maximum/minimum)
         raise P.unsupported("clamp", compute, input.device if P.is_tensor(input) else "cpu")
     if max is None:
         return P.apply("maximum", input, min, out=out, compute=compute)

@@ -3,7 +3,10 @@ from __future__ import annotations
 
 from . import math as M
 from . import pointwise as P
+from . import functions as F
 from . import shape as S
+from . import views as V
+from ..autograd.graph import needs_graph
 
 _REFLECTED = {"add": "radd", "sub": "rsub", "mul": "rmul", "div": "rtruediv", "floor_divide": "rfloordiv",
               "remainder": "rmod", "pow": "rpow", "bitwise_and": "rand", "bitwise_or": "ror",
@@ -47,6 +50,40 @@ def _inplace(name):
     return method
 
 
+def _tracked(fn, function):
+    """A view method: plain shape arithmetic, or ``function`` (a view Function) when autograd records."""
+
+    def method(self, *args):
+        if needs_graph(self):
+            return function.apply(self, fn, args)
+        return fn(self, *args)
+
+    method.__name__ = fn.__name__
+    method.__doc__ = fn.__doc__
+    return method
+
+
+def _permute(self, *dims):
+    if needs_graph(self):
+        return F.Permute.apply(self, V.as_size(dims))
+    return S.permute(self, *dims)
+
+
+def _transpose(self, dim0, dim1):
+    if not needs_graph(self):
+        return S.transpose(self, dim0, dim1)
+    order = list(range(self.dim()))
+    d0, d1 = V.wrap_dim(dim0, self.dim()), V.wrap_dim(dim1, self.dim())
+    order[d0], order[d1] = order[d1], order[d0]
+    return F.Permute.apply(self, tuple(order))
+
+
+def _expand(self, *sizes):
+    if needs_graph(self):
+        return F.Expand.apply(self, V.as_size(sizes))
+    return S.expand(self, *sizes)
+
+
 def install(T) -> None:
     from .. import random
     from . import linalg, reduction
@@ -54,18 +91,23 @@ def install(T) -> None:
     for module in (reduction, linalg, random):
         module.install(T)
 
-    # views
-    for name, fn in [("view", S.view), ("reshape", S.reshape), ("permute", S.permute), ("transpose", S.transpose),
-                     ("t", S.t_), ("expand", S.expand), ("squeeze", S.squeeze), ("unsqueeze", S.unsqueeze),
-                     ("flatten", S.flatten), ("narrow", S.narrow), ("select", S.select),
-                     ("as_strided", S.as_strided), ("__getitem__", S.getitem), ("__setitem__", S.setitem)]:
-        setattr(T, name, fn)
-    T.view_as = lambda self, other: S.view(self, other.shape)
-    T.reshape_as = lambda self, other: S.reshape(self, other.shape)
-    T.expand_as = lambda self, other: S.expand(self, other.shape)
-    T.swapaxes = T.swapdims = S.transpose
-    T.T = property(lambda self: S.permute(self, tuple(reversed(range(self.dim())))))
-    T.mT = property(lambda self: S.transpose(self, -2, -1))
+    # views: raw shape arithmetic, or a Function when autograd records
+    for name, fn in [("view", S.view), ("reshape", S.reshape), ("flatten", S.flatten), ("squeeze", S.squeeze),
+                     ("unsqueeze", S.unsqueeze)]:
+        setattr(T, name, _tracked(fn, F.View))
+    for name, fn in [("narrow", S.narrow), ("select", S.select), ("as_strided", S.as_strided),
+                     ("__getitem__", S.getitem)]:
+        setattr(T, name, _tracked(fn, F.Slice))
+    T.permute = _permute
+    T.expand = _expand
+    T.__setitem__ = S.setitem
+    T.transpose = T.swapaxes = T.swapdims = _transpose
+    T.t = lambda self: _transpose(self, 0, 1) if self.dim() == 2 else S.t_(self)
+    T.view_as = lambda self, other: self.view(other.shape)
+    T.reshape_as = lambda self, other: self.reshape(other.shape)
+    T.expand_as = lambda self, other: _expand(self, other.shape)
+    T.T = property(lambda self: _permute(self, *reversed(range(self.dim()))))
+    T.mT = property(lambda self: _transpose(self, -2, -1))
 
     # elementwise functions as methods, plus their in-place forms
     for name, fn in list(M.FUNCS.items()) + [("add", M.add), ("sub", M.sub), ("div", M.div), ("clamp", M.clamp)]:
@@ -89,4 +131,10 @@ def install(T) -> None:
     T.__neg__ = lambda self: M.FUNCS["neg"](self)
     T.__pos__ = lambda self: self
     T.__abs__ = lambda self: M.FUNCS["abs"](self)
-    T.__invert__ = lambda self: M.FUNCS["logical_not"](self) if self.dtype.kind == "b" else M.FUNCS["bitwise_not"](self)
+    T.__invert__ = _invert
+
+
+def _invert(self):
+    if self.dtype.kind == "f":
+        raise TypeError("~ (operator.invert) is only implemented on integer and Boolean-type tensors")
+    return M.FUNCS["bitwise_not"](self)

@@ -1,10 +1,13 @@
 """Elementwise ops: promotion, device checks and broadcasting in one place, then one backend call."""
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 
 from .. import backends
 from .. import dtypes as D
+from ..autograd.grad_mode import is_grad_enabled
 from ..backends.ewtable import OPS
 from .views import broadcast_shapes
 
@@ -85,7 +88,12 @@ def _check_pow(base, exponent):
 def _check_where(condition, *_):
     if not is_tensor(condition):
         raise TypeError(f"where(): argument 'condition' must be Tensor, not {type(condition).__name__}")
-    if condition.dtype not in (D.bool, D.uint8):
+    if condition.dtype is D.uint8:
+        warnings.warn(
+            "where received a uint8 condition tensor. This behavior is deprecated and will be removed in a future "
+            "version of PyTorch. Use a boolean condition instead.", UserWarning, stacklevel=4,
+        )
+    elif condition.dtype is not D.bool:
         raise RuntimeError(
             f"where expected condition to be a boolean tensor, but got a tensor with dtype {condition.dtype.scalar_name}"
         )
@@ -116,6 +124,11 @@ def _output(shape, result_dtype, dev, out):
         raise RuntimeError(
             f"output with shape {list(out.shape)} doesn't match the broadcast shape {list(broadcast_shapes(out.shape, shape))}"
         )
+    if any(st == 0 and n > 1 for n, st in zip(out.shape, out._strides)):  # e.g. an expand()ed tensor
+        raise RuntimeError(
+            "unsupported operation: more than one element of the written-to tensor refers to a single memory "
+            "location. Please clone() the tensor before performing the operation."
+        )
     if not can_cast(result_dtype, out.dtype):
         raise RuntimeError(
             f"result type {result_dtype.scalar_name} can't be cast to the desired output type {out.dtype.scalar_name}"
@@ -124,7 +137,13 @@ def _output(shape, result_dtype, dev, out):
 
 
 def apply(op: str, *operands, out=None, compute: D.dtype | None = None):
-    """Run elementwise ``op`` over tensors and Python scalars, broadcasting, into ``out`` or a new tensor."""
+    """Run elementwise ``op`` over tensors and Python scalars, broadcasting, into ``out`` or a new tensor.
+
+    When autograd records (an operand requires grad), the op goes through its ``Function``; an ``out`` that
+    is also an operand makes it an in-place op.
+    """
+    if is_grad_enabled() and any(is_tensor(x) and x.requires_grad for x in (*operands, out)):
+        return _apply_tracked(op, operands, out, compute)
     entry = OPS[op]
     check_operands(op, operands)
     dev = common_device([x for x in operands if is_tensor(x)], () if out is None else (out,))
@@ -132,6 +151,7 @@ def apply(op: str, *operands, out=None, compute: D.dtype | None = None):
         compute = compute_dtype(op, [x for k, x in enumerate(operands) if k not in entry.bool_args], dev)
     result_dtype = D.bool if entry.predicate else compute
     shape = broadcast_shapes(*(x.shape for x in operands if is_tensor(x)))
+    out_given = out is not None
     out = _output(shape, result_dtype, dev, out)
     shape = out.shape
     inputs = []
@@ -146,7 +166,24 @@ def apply(op: str, *operands, out=None, compute: D.dtype | None = None):
                     x = x.expand(shape)
         inputs.append(x)
     backends.get(dev).elementwise(op, out, inputs, compute)
+    if out_given:
+        out._storage.version += 1
     return out
+
+
+def _apply_tracked(op, operands, out, compute):
+    from ..autograd.graph import inplace
+    from .functions import ELEMENTWISE
+
+    fn = ELEMENTWISE[op]
+    if out is None:
+        return fn.apply(*operands, compute=compute)
+    if any(x is out for x in operands):
+        return inplace(out, lambda old: fn.apply(*[old if x is out else x for x in operands], compute=compute))
+    raise RuntimeError(
+        f"{op}(): functions with out=... arguments don't support automatic differentiation, but one of the "
+        "arguments requires grad."
+    )
 
 
 def _host_scalar(t, compute: D.dtype):
@@ -171,6 +208,12 @@ def fill(out, value):
     """Set every element of ``out`` to a Python scalar, converted to ``out``'s dtype on the host."""
     from ..backends.cpu import cast
 
+    if is_grad_enabled() and out.requires_grad:
+        from ..autograd.graph import inplace
+
+        # the old values get a zero gradient; the result still belongs to the graph (views rebase their base)
+        return inplace(out, lambda old: old * 0 + value)
     value = cast(np.array(value), out.dtype)[()]
     backends.get(out.device).elementwise("identity", out, [value], out.dtype)
+    out._storage.version += 1
     return out

@@ -5,6 +5,9 @@ reduced dims, and makes one ``reduce`` primitive call; dropping the reduced dims
 """
 from __future__ import annotations
 
+from ..autograd.graph import needs_graph
+from . import reduce_grad as G
+
 import math
 
 from .. import backends
@@ -61,14 +64,17 @@ def _dims(name: str, t, dim, *, tuple_ok: bool = True, empty_is_all: bool = True
 
 
 def _check_nonempty(name: str, t, dims, *, specified: bool, exc=RuntimeError, hint: bool = True) -> None:
-    """max-like ops have no identity: reducing zero elements is an error, worded as torch words it."""
+    """max-like ops have no identity: reducing zero elements is an error, worded as torch words it.
+
+    ``dims`` are reported as given: torch names amax's dims as the user wrote them, max's wrapped.
+    """
     if not specified:
         if t.numel() == 0:
             more = " Specify the reduction dim with the 'dim' argument." if hint else ""
             raise exc(f"{name}(): Expected reduction dim to be specified for input.numel() == 0.{more}")
         return
     for d in dims:
-        if t.shape[d] == 0:
+        if t.dim() and t.shape[wrap_dim(d, t.dim())] == 0:
             raise IndexError(f"{name}(): Expected reduction dim {d} to have non-zero size.")
 
 
@@ -96,6 +102,8 @@ def sum(input, dim=None, keepdim=False, *, dtype=None):  # noqa: A001 - torch's 
 
     >>> clgrad.sum(clgrad.tensor([[1, 2], [3, 4]]), dim=0)  # tensor([4, 6])
     """
+    if needs_graph(input):
+        return G.Sum.apply(input, dim, keepdim, dtype)
     dims = _dims("sum", input, dim)
     input = _cast(input, dtype)
     out_dt = input.dtype if dtype is not None or input.dtype.kind == "f" else D.int64
@@ -104,6 +112,8 @@ def sum(input, dim=None, keepdim=False, *, dtype=None):  # noqa: A001 - torch's 
 
 def mean(input, dim=None, keepdim=False, *, dtype=None):
     """Arithmetic mean over ``dim``; floating inputs only (float16 accumulates in float32)."""
+    if needs_graph(input):
+        return G.Mean.apply(input, dim, keepdim, dtype)
     dims = _dims("mean", input, dim)
     dt = input.dtype if dtype is None else D.as_dtype(dtype)
     if dt.kind != "f":
@@ -129,6 +139,8 @@ def _empty_like(t, dt):
 
 def prod(input, dim=None, keepdim=False, *, dtype=None):
     """Product over ``dim`` (an int) or of all elements; bool and integer inputs give int64."""
+    if needs_graph(input):
+        return G.Prod.apply(input, dim, keepdim, dtype)
     dims = _dims("prod", input, dim, tuple_ok=False)
     input = _cast(input, dtype)
     out_dt = input.dtype if dtype is not None or input.dtype.kind == "f" else D.int64
@@ -141,6 +153,10 @@ def _max_min(name: str, input, dim, keepdim, other):
 
     if other is not None or is_tensor(dim):
         return FUNCS["maximum" if name == "max" else "minimum"](input, dim if other is None else other)
+    if needs_graph(input):
+        if dim is None:
+            return G.MaxMinAll.apply(input, name, None, False)
+        return RETURN_TYPES[name](*G.MaxMinDim.apply(input, name, dim, keepdim))
     if dim is None:
         if keepdim:
             raise TypeError(f"{name}() received an invalid combination of arguments - got (keepdim=bool, ): "
@@ -164,8 +180,10 @@ def min(input, dim=None, keepdim=False, *, other=None):  # noqa: A001 - torch's 
 
 
 def _amax_amin(name: str, input, dim, keepdim):
+    if needs_graph(input):
+        return G.MaxMinAll.apply(input, name, dim, keepdim)
     dims = _dims(name, input, dim)
-    _check_nonempty(name, input, dims, specified=bool(_as_tuple(dim)))
+    _check_nonempty(name, input, _as_tuple(dim), specified=bool(_as_tuple(dim)))
     return _run(name[1:], input, dims, keepdim, input.dtype)[0]
 
 
@@ -184,9 +202,9 @@ def amin(input, dim=(), keepdim=False):
 
 
 def _arg(name: str, input, dim, keepdim):
+    dims = _dims(name, input, dim, tuple_ok=False)
     if input.dtype is D.bool:
         raise RuntimeError(f"{name}(): does not support bool input")
-    dims = _dims(name, input, dim, tuple_ok=False)
     _check_nonempty(name, input, dims, specified=dim is not None, exc=IndexError, hint=False)
     # dim=None reduces every dim in order, so the index is the row-major position in the flattened input
     return _run(name[3:], input, dims, keepdim, input.dtype, with_idx=True)[1]

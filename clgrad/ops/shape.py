@@ -145,7 +145,7 @@ def as_strided(t, size, stride, storage_offset=None):
     off = t._offset if storage_offset is None else storage_offset
     size, stride = tuple(size), tuple(stride)
     if len(size) != len(stride):
-        raise RuntimeError(f"mismatch in length of strides and shape")
+        raise RuntimeError("mismatch in length of strides and shape")
     extent = off + sum((n - 1) * s for n, s in zip(size, stride)) + 1 if all(size) else 0
     if extent > t._storage.size:
         raise RuntimeError(
@@ -167,16 +167,15 @@ def setitem(t, index, value):
     """``t[index] = value``: a number fills, a tensor (any device, broadcastable) is copied in."""
     target = getitem(t, index)
     if hasattr(value, "_storage"):
-        if value.dim() == 0 and value.device.type == "cpu":
+        if value.dim() == 0 and value.device.type == "cpu" and not value.requires_grad:
             target.fill_(value.item())
             return
         # PyTorch drops the value's leading size-1 dims before broadcasting it to the target
         lead = 0
         while lead < value.dim() and value._shape[lead] == 1:
             lead += 1
-        value = value._view(value._shape[lead:], value._strides[lead:])
-        shape, strides = V.expand_strides(value._shape, value._strides, target._shape, _type_name(value))
-        target.copy_(value._view(shape, strides))
+        V.expand_strides(value._shape[lead:], value._strides[lead:], target._shape, _type_name(value))  # checks
+        target.copy_(value.reshape(value._shape[lead:]) if lead else value)
     elif isinstance(value, Number) or type(value).__module__ == "numpy" and getattr(value, "ndim", 1) == 0:
         target.fill_(value)
     else:

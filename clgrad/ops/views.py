@@ -83,6 +83,8 @@ def view_strides(old_shape, old_strides, new_shape):
     PyTorch's computeStride: each chunk of old dims that is contiguous within itself can be split
     into any new dims of the same total size.
     """
+    if not old_shape:  # a 0-dim tensor is one element, like shape (1,)
+        old_shape, old_strides = (1,), (1,)
     if math.prod(old_shape) == 0:
         return tuple(old_strides) if tuple(old_shape) == tuple(new_shape) else contiguous_strides(new_shape)
     new_strides = [0] * len(new_shape)

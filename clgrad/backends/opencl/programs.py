@@ -1,6 +1,6 @@
 """The one kernel cache: render a Mako template, build it once per device, keep the kernel object.
 
-Keys are (template, kernel name, render parameters); the rendered source plus build options plus the
+Keys are (template, kernel name, render parameters, argument types); the rendered source plus build options plus the
 device identity also key an on-disk binary cache, so the next process skips the compiler.
 ``CLGRAD_NO_CACHE=1`` turns the disk cache off; ``clear()`` empties the in-memory caches.
 """
@@ -33,7 +33,8 @@ def get_kernel(dev: runtime.CLDevice, template: str, name: str, arg_dtypes: tupl
     ``arg_dtypes`` are pyopencl's scalar argument types (None for buffers), set once so that
     calls skip argument inspection.
     """
-    key = (template, name, tuple(sorted(params.items())))
+    # the argument types are part of the key: a cached kernel carries the scalar types set on it
+    key = (template, name, tuple(sorted(params.items())), tuple(arg_dtypes))
     kernel = dev.kernels.get(key)
     if kernel is None:
         import pyopencl as cl

@@ -108,7 +108,7 @@ class CLDevice:
                 cl.Program(self.context, "__kernel void probe(__global int *a) { a[0] = 1; }").build()
                 self._probe = ""
             except Exception as exc:  # the compiler itself is broken here; remember why
-                self._probe = str(exc).strip().splitlines()[-1] if str(exc).strip() else type(exc).__name__
+                self._probe = _build_error(exc)
         return self._probe == ""
 
     @property
@@ -129,6 +129,12 @@ class CLDevice:
             return 3
         t = self.props.type
         return 0 if "GPU" in t else 1 if "ACCELERATOR" in t else 2
+
+
+def _build_error(exc: Exception) -> str:
+    """The telling line of a failed build ("error: unknown target CPU 'generic'"), not pyopencl's banner."""
+    lines = [ln.strip() for ln in str(exc).splitlines() if ln.strip()]
+    return next((ln for ln in lines if ln.lower().startswith("error")), lines[0] if lines else type(exc).__name__)
 
 
 def devices() -> list[CLDevice]:
