@@ -27,6 +27,14 @@ from ._tensor_str import set_printoptions, get_printoptions, printoptions  # noq
 from .ops.reduction import *  # noqa: F401,F403
 from .ops.linalg import *  # noqa: F401,F403
 from .random import *  # noqa: F401,F403
+from .ops.indexing import *  # noqa: F401,F403
+from .ops.joins import *  # noqa: F401,F403
+from .ops.scans import *  # noqa: F401,F403
+from .ops.conv import *  # noqa: F401,F403
+from .ops.nnops import *  # noqa: F401,F403
+from . import autograd, nn  # noqa: F401
+from .autograd import no_grad, enable_grad, set_grad_enabled, inference_mode, is_grad_enabled  # noqa: F401
+from .tensor import contiguous_format, preserve_format  # noqa: F401
 
 _bind_methods()
 globals().update(_FUNCS)

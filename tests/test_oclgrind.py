@@ -64,3 +64,23 @@ def test_copy_cast(device, n):
     x = make(a.reshape(1, n) if n else a.reshape(1, 0), device, "transposed" if n else "contiguous")
     assert_close(x.to(clgrad.float16), a.reshape(1, n).astype(np.float16))
     assert_close(x.to(clgrad.int32), a.reshape(1, n).astype(np.int64).astype(np.int32))
+
+
+@pytest.mark.parametrize("n", SIZES)
+@pytest.mark.parametrize("dtype", ("int32", "float16", "float32", "float64"))
+def test_random(device, dtype, n):
+    _skip_fp64(device, dtype)
+    dt = getattr(clgrad, dtype)
+    gen = clgrad.Generator().manual_seed(n + 1)
+    if dtype.startswith("int"):
+        x = clgrad.randint(-5, 5, (n,), dtype=dt, device=device, generator=gen)
+        ref = clgrad.randint(-5, 5, (n,), dtype=dt, generator=clgrad.Generator().manual_seed(n + 1))
+    else:
+        x = clgrad.rand(n, dtype=dt, device=device, generator=gen)
+        ref = clgrad.rand(n, dtype=dt, generator=clgrad.Generator().manual_seed(n + 1))
+    np.testing.assert_array_equal(x.cpu().numpy(), ref.numpy())
+    # a strided destination goes through a temporary and a copy
+    y = clgrad.zeros(n, 2, dtype=dt, device=device)
+    if dtype.startswith("float"):
+        y[:, 1].uniform_(generator=gen)
+        assert (y[:, 0].cpu().numpy() == 0).all()

@@ -1,14 +1,17 @@
 """``clgrad.autograd``: the define-by-run tape, PyTorch's Function API, grad modes and gradcheck."""
 from __future__ import annotations
 
-from .engine import _anomaly, run_backward
-from .function import Function, FunctionCtx
-from .grad_mode import enable_grad, inference_mode, is_grad_enabled, no_grad, set_grad_enabled
-from .gradcheck import gradcheck, gradgradcheck
+from .engine import run_backward
+from .function import ANOMALY, Function, FunctionCtx
+from .grad_mode import (
+    enable_grad, inference_mode, is_grad_enabled, is_inference_mode_enabled, no_grad, set_grad_enabled,
+)
+from .gradcheck import GradcheckError, gradcheck, gradgradcheck
 
 __all__ = [
     "Function", "FunctionCtx", "Variable", "backward", "grad", "no_grad", "enable_grad", "set_grad_enabled",
-    "inference_mode", "is_grad_enabled", "gradcheck", "gradgradcheck", "set_detect_anomaly", "detect_anomaly",
+    "inference_mode", "is_grad_enabled", "is_inference_mode_enabled", "gradcheck", "gradgradcheck",
+    "GradcheckError", "set_detect_anomaly", "detect_anomaly", "is_anomaly_enabled", "is_anomaly_check_nan_enabled",
 ]
 
 
@@ -36,7 +39,8 @@ def _make_grads(outputs, grad_outputs):
             g = full_like(out, g)
         elif tuple(g.shape) != tuple(out.shape):
             raise RuntimeError(
-                f"Mismatch in shape: grad_output[{i}] has a shape of {list(g.shape)} and output[{i}] has a shape of {list(out.shape)}."
+                f"Mismatch in shape: grad_output[{i}] has a shape of {g.shape!r} and output[{i}] has a shape of "
+                f"{out.shape!r}."
             )
         grads.append(g)
     return grads
@@ -49,7 +53,7 @@ def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False, 
     retain = create_graph if retain_graph is None else retain_graph
     inputs = _as_tuple(inputs)
     if inputs is not None and len(inputs) == 0:
-        raise RuntimeError("'inputs' argument to backward() cannot be empty.")
+        raise RuntimeError("`inputs` argument to `backward()` cannot be empty.")
     run_backward(tensors, grads, retain, create_graph, inputs=inputs, accumulate=True)
 
 
@@ -57,6 +61,9 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
          materialize_grads=False):
     """Gradients of ``outputs`` with respect to ``inputs``, returned (``.grad`` is left alone)."""
     outputs, inputs = _as_tuple(outputs), _as_tuple(inputs)
+    if materialize_grads and allow_unused is False:
+        raise ValueError("Expected allow_unused to be True or not passed when materialize_grads=True, but got: "
+                         "allow_unused=False.")
     for x in inputs:
         if not x.requires_grad:
             raise RuntimeError("One of the differentiated Tensors does not require grad")
@@ -64,7 +71,7 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
     retain = create_graph if retain_graph is None else retain_graph
     result = run_backward(outputs, grads, retain, create_graph, inputs=inputs, accumulate=False)
     out = []
-    for x, g in zip(inputs, result):
+    for i, (x, g) in enumerate(zip(inputs, result)):
         if g is None:
             if materialize_grads:
                 from ..ops.creation import zeros_like
@@ -72,7 +79,8 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
                 g = zeros_like(x)
             elif not allow_unused:
                 raise RuntimeError(
-                    "One of the differentiated Tensors appears to not have been used in the graph. Set allow_unused=True if this is the desired behavior."
+                    f"The differentiated Tensor at index {i} appears to not have been used in the graph. Set "
+                    "allow_unused=True if this is the desired behavior."
                 )
         out.append(g)
     return tuple(out)
@@ -89,24 +97,32 @@ def Variable(data, requires_grad: bool = False, volatile: bool = False):  # noqa
 
 
 class set_detect_anomaly:
-    """``set_detect_anomaly(True)``: backward raises naming the node whose backward produced NaN."""
+    """``set_detect_anomaly(True)``: forward calls record their traceback, and a backward that returns NaN
+    raises naming its node (``Function 'SqrtBackward0' returned nan values in its 0th output.``).
+    Works called plainly (switches the mode now) and as a context manager (restores it on exit)."""
 
     def __init__(self, mode: bool, check_nan: bool = True):
-        self._prev = _anomaly["enabled"]
-        _anomaly["enabled"] = bool(mode) and check_nan
+        self._prev = dict(ANOMALY)
+        ANOMALY["enabled"], ANOMALY["check_nan"] = bool(mode), bool(check_nan)
 
-    def __enter__(self):
-        return self
+    def __enter__(self) -> None:
+        return None
 
-    def __exit__(self, *exc):
-        _anomaly["enabled"] = self._prev
+    def __exit__(self, *exc) -> bool:
+        ANOMALY.update(self._prev)
         return False
 
 
-class detect_anomaly(set_detect_anomaly):
+class detect_anomaly(set_detect_anomaly):  # noqa: N801 - PyTorch's name
+    """``with detect_anomaly():`` is ``with set_detect_anomaly(True):``."""
+
     def __init__(self, check_nan: bool = True):
         super().__init__(True, check_nan)
 
 
 def is_anomaly_enabled() -> bool:
-    return _anomaly["enabled"]
+    return ANOMALY["enabled"]
+
+
+def is_anomaly_check_nan_enabled() -> bool:
+    return ANOMALY["check_nan"]

@@ -1,17 +1,21 @@
-"""The backward engine: dependency-counted traversal of the graph (iterative, no recursion)."""
+"""The backward engine: dependency-counted traversal of the graph (iterative, no recursion).
+
+Gradients are summed back to each input's shape (broadcasting) and cast to its dtype here, in one place,
+so a Function's backward may return a gradient of the broadcast shape.
+"""
 from __future__ import annotations
 
-from .function import AccumulateGrad, _is_tensor
-from .grad_mode import no_grad, set_grad_enabled
+import warnings
 
-_anomaly = {"enabled": False}
+from .function import ANOMALY, AccumulateGrad, _is_tensor
+from .grad_mode import set_enabled
 
 
 def _sum_to(grad, shape):
     """Reduce a broadcast gradient back to an input's shape: the one place this happens."""
-    if tuple(grad.shape) == tuple(shape):
-        return grad
     lead = grad.dim() - len(shape)
+    if lead < 0:
+        return grad
     dims = tuple(range(lead)) + tuple(lead + i for i, n in enumerate(shape) if n == 1 and grad.shape[lead + i] != 1)
     if dims:
         grad = grad.sum(dim=dims, keepdim=True)
@@ -21,14 +25,15 @@ def _sum_to(grad, shape):
 def _collect(roots):
     """Every node reachable from ``roots`` and how many edges enter each (iterative DFS)."""
     deps: dict = {}
-    seen = set()
     stack = [r for r in roots if r is not None]
+    for r in stack:
+        deps.setdefault(r, 0)
+    seen = set()
     while stack:
         node = stack.pop()
-        if id(node) in seen:
+        if node in seen:
             continue
-        seen.add(id(node))
-        deps.setdefault(node, 0)
+        seen.add(node)
         for nxt, _ in node.next_functions:
             if nxt is not None:
                 deps[nxt] = deps.get(nxt, 0) + 1
@@ -36,19 +41,21 @@ def _collect(roots):
     return deps
 
 
-def _needed(deps, targets):
-    """Nodes from which some target node can be reached: the only ones ``grad`` must run."""
+def _ancestors(deps, targets) -> set:
+    """Nodes from which some target is reachable (the targets themselves excluded): the only nodes that
+    must run when just ``targets``' gradients are wanted."""
     parents: dict = {}
     for node in deps:
         for nxt, _ in node.next_functions:
             if nxt is not None:
                 parents.setdefault(nxt, []).append(node)
-    keep, stack = set(), list(targets)
+    keep: set = set()
+    stack = [p for t in targets for p in parents.get(t, ())]
     while stack:
         node = stack.pop()
-        if id(node) in keep:
+        if node in keep:
             continue
-        keep.add(id(node))
+        keep.add(node)
         stack.extend(parents.get(node, ()))
     return keep
 
@@ -56,58 +63,72 @@ def _needed(deps, targets):
 def run_backward(tensors, grad_tensors, retain_graph, create_graph, inputs=None, accumulate=True):
     """Propagate ``grad_tensors`` from ``tensors`` to the leaves (or to ``inputs``).
 
-    With ``accumulate`` the leaves' ``.grad`` is updated (``backward``); otherwise the gradients of ``inputs``
-    are returned (``autograd.grad``).
+    With ``accumulate`` the gradients are added into ``.grad`` (``backward``: of every leaf, or of each of
+    ``inputs``); otherwise the gradients of ``inputs`` are returned (``autograd.grad``).
     """
     from .graph import gradient_edge
 
     roots = []
-    for t, g in zip(tensors, grad_tensors):
+    for i, (t, g) in enumerate(zip(tensors, grad_tensors)):
         if not t.requires_grad:
-            raise RuntimeError("element 0 of tensors does not require grad and does not have a grad_fn")
+            raise RuntimeError(f"element {i} of tensors does not require grad and does not have a grad_fn")
         roots.append((gradient_edge(t), g))
-    deps = _collect([edge[0] for edge, _ in roots])
-    targets = {}
-    if inputs is not None:
-        for i, x in enumerate(inputs):
-            node, nr = gradient_edge(x)
-            if node is not None:
-                targets.setdefault(id(node), []).append((nr, i, x))
-        keep = _needed(deps, [n for n in deps if id(n) in targets])
+    deps = _collect([node for (node, _), _ in roots])
+    targets: dict = {}
+    for i, x in enumerate(inputs or ()):
+        node, nr = gradient_edge(x)
+        if node is not None:
+            targets.setdefault(node, []).append((nr, i, x))
+    keep = _ancestors(deps, [n for n in targets if n in deps]) if inputs is not None else None
     buffers: dict = {}
     for (node, nr), g in roots:
-        _accumulate(buffers, node, nr, g)
-    captured = [None] * (len(inputs) if inputs is not None else 0)
-    ready = [edge[0] for edge, _ in roots if deps.get(edge[0], 0) == 0]
+        _add(buffers, node, nr, g)
+    captured = [None] * len(inputs or ())
+    ready = [node for (node, _), _ in roots if deps.get(node) == 0]
     done = set()
-    with set_grad_enabled(create_graph):
+    prev = set_enabled(create_graph)
+    try:
         while ready:
             node = ready.pop()
-            if id(node) in done:
+            if node in done:
                 continue
-            done.add(id(node))
-            grads = buffers.pop(id(node), {})
-            if not accumulate and id(node) in targets:
-                for nr, i, x in targets[id(node)]:
-                    captured[i] = _run_tensor_hooks(x, grads.get(nr)) if isinstance(node, AccumulateGrad) else grads.get(nr)
-            if inputs is not None and id(node) not in keep:
-                pass
-            elif isinstance(node, AccumulateGrad):
-                if accumulate:
+            done.add(node)
+            grads = buffers.pop(node, {})
+            if not isinstance(node, AccumulateGrad):
+                grads = _tensor_hooks(node, grads)
+            if node in targets:
+                _deliver(node, targets[node], grads, captured, accumulate, create_graph)
+            if keep is None or node in keep:
+                if isinstance(node, AccumulateGrad):
                     _accumulate_leaf(node.variable, grads.get(0), create_graph)
-            else:
-                _run_node(node, grads, buffers, retain_graph)
+                else:
+                    _run_node(node, grads, buffers, retain_graph)
             for nxt, _ in node.next_functions:
                 if nxt is not None:
                     deps[nxt] -= 1
                     if deps[nxt] == 0:
                         ready.append(nxt)
+    finally:
+        set_enabled(prev)
     return captured
 
 
-def _accumulate(buffers, node, nr, grad):
-    slot = buffers.setdefault(id(node), {})
+def _add(buffers, node, nr, grad):
+    slot = buffers.setdefault(node, {})
     slot[nr] = grad if slot.get(nr) is None else slot[nr] + grad
+
+
+def _deliver(node, wanted, grads, captured, accumulate, create_graph):
+    """The gradient of one of ``inputs``: returned (``grad``) or added into its ``.grad`` (``backward``)."""
+    for nr, i, x in wanted:
+        g = grads.get(nr)
+        if accumulate:
+            if isinstance(node, AccumulateGrad):
+                _accumulate_leaf(x, g, create_graph)
+            else:
+                _accumulate_into(x, g, create_graph)
+        else:
+            captured[i] = _run_tensor_hooks(x, g) if isinstance(node, AccumulateGrad) else g
 
 
 def _run_tensor_hooks(t, grad):
@@ -118,32 +139,63 @@ def _run_tensor_hooks(t, grad):
     return grad
 
 
+def _tensor_hooks(node, grads):
+    """Hooks registered on the node's output tensors run first; then retain_grad() stores the result."""
+    hooks = node.__dict__.get("_tensor_hooks")
+    if hooks:
+        grads = dict(grads)
+        for nr, fns in hooks.items():
+            for hook in fns:
+                new = hook(grads.get(nr))
+                if new is not None:
+                    grads[nr] = new
+    for nr, ref in node.__dict__.get("_retains", {}).items():
+        t = ref()
+        if t is not None and grads.get(nr) is not None:
+            _accumulate_into(t, grads[nr], False)
+    return grads
+
+
 def _accumulate_leaf(t, grad, create_graph):
     if grad is None:
         return
-    grad = _run_tensor_hooks(t, grad)
+    _accumulate_into(t, _run_tensor_hooks(t, grad), create_graph)
+
+
+def _accumulate_into(t, grad, create_graph):
+    """``t.grad += grad``: a new tensor the first time (detached unless ``create_graph``)."""
+    if grad is None:
+        return
     if grad.dtype is not t.dtype:
         grad = grad.to(t.dtype)
-    if t.grad is None:
-        t.grad = grad if create_graph else grad.detach()
-        if not create_graph and not grad.is_contiguous():
-            t.grad = grad.contiguous()
+    if t.grad is None and create_graph:
+        t.grad = grad
+    elif t.grad is None:
+        # a copy in the tensor's own layout: the incoming gradient may be shared (an add passes one tensor
+        # to both inputs, a view's gradient aliases its output's), and later accumulation writes in place
+        prev = set_enabled(False)
+        try:
+            t.grad = t._empty_like().copy_(grad)
+        finally:
+            set_enabled(prev)
     elif create_graph:
         t.grad = t.grad + grad
     else:
-        with no_grad():
+        prev = set_enabled(False)
+        try:
             t.grad.add_(grad)
+        finally:
+            set_enabled(prev)
 
 
 def _run_node(node, grads, buffers, retain_graph):
-    outputs = node._output_meta
+    if node.__dict__.get("_freed"):
+        from .function import _FREED
+
+        raise RuntimeError(_FREED)
     grad_outputs = []
-    for nr, meta in enumerate(outputs):
+    for nr, meta in enumerate(node._output_meta):
         g = grads.get(nr)
-        for hook in node.__dict__.get("_tensor_hooks", {}).get(nr, ()):
-            new = hook(g)
-            if new is not None:
-                g = new
         if g is None and meta is not None and node.materialize_grads:
             from ..ops.creation import zeros
 
@@ -153,49 +205,65 @@ def _run_node(node, grads, buffers, retain_graph):
         new = hook(tuple(grad_outputs))
         if new is not None:
             grad_outputs = list(new)
-    if node.__dict__.get("_freed"):
-        from .function import _FREED
-
-        raise RuntimeError(_FREED)
-    result = node.apply(*grad_outputs)
-    if not isinstance(result, tuple):
-        result = (result,)
-    n_in = len(node.next_functions)
-    if len(result) < n_in:
-        raise RuntimeError(f"function {node.name()} returned an incorrect number of gradients (expected {n_in}, got {len(result)})")
-    result = result[:n_in] if all(r is None for r in result[n_in:]) else result
-    if len(result) != n_in:
-        raise RuntimeError(f"function {node.name()} returned an incorrect number of gradients (expected {n_in}, got {len(result)})")
+    result = _call_backward(node, grad_outputs)
     for hook in node.__dict__.get("_post_hooks", ()):
         new = hook(result, tuple(grad_outputs))
         if new is not None:
             result = tuple(new)
-    if _anomaly["enabled"]:
+    if ANOMALY["enabled"] and ANOMALY["check_nan"]:
         _check_nan(node, result)
     if not retain_graph:
         node._release()
     for i, ((nxt, nr), g) in enumerate(zip(node.next_functions, result)):
-        if nxt is None or g is None:
-            continue
-        if not _is_tensor(g):
-            raise TypeError(f"function {node.name()} returned a gradient of type {type(g).__name__} at index {i}; expected a Tensor or None")
-        shape = node._input_meta[i][0]
-        if tuple(g.shape) != tuple(shape):
-            try:
-                g = _sum_to(g, shape)
-            except RuntimeError:
-                raise RuntimeError(
-                    f"Function {node.name()} returned an invalid gradient at index {i} - got {list(g.shape)} but expected shape compatible with {list(shape)}"
-                ) from None
-            if tuple(g.shape) != tuple(shape):
-                raise RuntimeError(
-                    f"Function {node.name()} returned an invalid gradient at index {i} - got {list(g.shape)} but expected shape compatible with {list(shape)}"
-                )
-        _accumulate(buffers, nxt, nr, g)
+        if nxt is not None and g is not None:
+            _add(buffers, nxt, nr, _validate(node, i, g))
+
+
+def _call_backward(node, grad_outputs) -> tuple:
+    """Run the node's backward and check it returned one gradient per forward input."""
+    try:
+        result = node.apply(*grad_outputs)
+    except Exception:
+        trace = node.__dict__.get("_forward_trace")
+        if trace is not None:
+            warnings.warn(f"Error detected in {node.name()}. Traceback of forward call that caused the error:\n"
+                          f"{trace}", RuntimeWarning, stacklevel=2)
+        raise
+    if not isinstance(result, tuple):
+        result = (result,)
+    n_in = len(node.next_functions)
+    if len(result) > n_in and all(r is None for r in result[n_in:]):
+        result = result[:n_in]  # PyTorch accepts extra trailing Nones
+    if len(result) != n_in:
+        raise RuntimeError(f"function {node.name()} returned an incorrect number of gradients (expected {n_in}, "
+                           f"got {len(result)})")
+    return result
+
+
+def _validate(node, i, g):
+    """A gradient as its input needs it: summed back over broadcast dims, in the input's dtype."""
+    if not _is_tensor(g):
+        raise TypeError(f"function {node.name()} returned a gradient of type {type(g).__name__} at index {i}; "
+                        "expected a Tensor or None")
+    shape, dtype, device = node._input_meta[i]
+    if g._shape != tuple(shape):
+        bad = (f"Function {node.name()} returned an invalid gradient at index {i} - got {list(g.shape)} but "
+               f"expected shape compatible with {list(shape)}")
+        try:
+            g = _sum_to(g, shape)
+        except RuntimeError:
+            raise RuntimeError(bad) from None
+        if g._shape != tuple(shape):
+            raise RuntimeError(bad)
+    if g.device != device:
+        raise RuntimeError(f"Function {node.name()} returned an invalid gradient at index {i} - expected device "
+                           f"{device} but got {g.device}")
+    if g.dtype is not dtype:
+        g = g.to(dtype)
+    return g
 
 
 def _check_nan(node, result):
     for i, g in enumerate(result):
         if _is_tensor(g) and g.dtype.is_floating_point and g.numel() and bool(g.isnan().any()):
             raise RuntimeError(f"Function '{node.name()}' returned nan values in its {i}th output.")
-

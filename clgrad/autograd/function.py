@@ -6,7 +6,11 @@ gradient goes (``next_functions``) and becomes the ``grad_fn`` of the outputs.
 """
 from __future__ import annotations
 
-from .grad_mode import is_grad_enabled, no_grad
+import re
+import traceback
+
+from . import grad_mode
+from .grad_mode import is_grad_enabled
 
 _FREED = (
     "Trying to backward through the graph a second time (or directly access saved tensors after they have "
@@ -14,6 +18,10 @@ _FREED = (
     "autograd.grad(). Specify retain_graph=True if you need to backward through the graph a second time or if "
     "you need to access saved tensors after calling backward."
 )
+
+# anomaly mode is process-wide, as in PyTorch: "enabled" records forward tracebacks, "check_nan" checks
+# every gradient a backward returns
+ANOMALY = {"enabled": False, "check_nan": True}
 
 
 def _is_tensor(x) -> bool:
@@ -24,22 +32,27 @@ class Node:
     """A node of the backward graph. ``next_functions[i]`` is (node, output_nr) for forward input i."""
 
     next_functions: tuple = ()
-    _input_meta: tuple = ()  # (shape, dtype, device) of each forward input that needs a gradient
+    _input_meta: tuple = ()  # (shape, dtype, device) of each forward input that is a tensor, else None
+    _qualified = False  # PyTorch prints its C++ nodes with their namespace: 'torch::autograd::CopySlices'
 
     def name(self) -> str:
-        return type(self).__name__
+        name = type(self).__name__
+        return f"clgrad::autograd::{name}" if self._qualified else name
 
     def __repr__(self) -> str:
-        return f"<{self.name()} object at {hex(id(self))}>"
+        return f"<{type(self).__name__} object at {hex(id(self))}>"
 
     def register_hook(self, fn):
         """``fn(grad_inputs, grad_outputs)`` runs after this node's backward; it may return new grad_inputs."""
-        self.__dict__.setdefault("_post_hooks", []).append(fn)
-        return _Handle(self._post_hooks, fn)
+        hooks = self.__dict__.setdefault("_post_hooks", [])
+        hooks.append(fn)
+        return _Handle(hooks, fn)
 
     def register_prehook(self, fn):
-        self.__dict__.setdefault("_pre_hooks", []).append(fn)
-        return _Handle(self._pre_hooks, fn)
+        """``fn(grad_outputs)`` runs before this node's backward; it may return new grad_outputs."""
+        hooks = self.__dict__.setdefault("_pre_hooks", [])
+        hooks.append(fn)
+        return _Handle(hooks, fn)
 
 
 class _Handle:
@@ -52,7 +65,10 @@ class _Handle:
 
 
 class AccumulateGrad(Node):
-    """The sink for a leaf: adds the incoming gradient into ``variable.grad``."""
+    """The sink for a leaf: adds the incoming gradient into ``variable.grad``. The leaf refers to it only
+    weakly (see ``graph.gradient_edge``), so leaf and accumulator form no reference cycle."""
+
+    _qualified = True
 
     def __init__(self, variable):
         self.variable = variable
@@ -60,34 +76,54 @@ class AccumulateGrad(Node):
 
 
 class SavedTensor:
-    """A tensor saved for backward plus its version at save time, to catch later in-place changes."""
+    """A tensor saved for backward plus its version at save time, to catch later in-place changes.
 
-    __slots__ = ("tensor", "version", "is_output")
+    An output of the node itself is kept as a bare alias of its memory (no ``grad_fn``), so the node and
+    its output don't refer to each other: otherwise each such pair would be a reference cycle that only
+    the garbage collector can free. ``unpack`` re-attaches the node, so double backward still works.
+    """
 
-    def __init__(self, tensor, is_output: bool):
+    __slots__ = ("tensor", "version", "output_nr")
+
+    def __init__(self, tensor, output_nr=None):
+        if output_nr is not None:
+            tensor = type(tensor)._make(tensor._storage, tensor.dtype, tensor._shape, tensor._strides,
+                                        tensor._offset)
         self.tensor = tensor
         self.version = tensor._storage.version if tensor is not None else 0
-        self.is_output = is_output
+        self.output_nr = output_nr
 
     def unpack(self, node: Node):
         t = self.tensor
         if t is None:
             return None
         if t._storage.version != self.version:
-            raise RuntimeError(
-                "one of the variables needed for gradient computation has been modified by an inplace operation: "
-                f"[{_type_name(t)} {list(t.shape)}], which is output 0 of {node.name()}, is at version "
-                f"{t._storage.version}; expected version {self.version} instead. Hint: the backtrace further above "
-                "can help find the operation that failed to compute its gradient."
-            )
+            raise RuntimeError(_modified_message(t, node if self.output_nr is not None else None,
+                                                 self.output_nr, self.version))
+        if self.output_nr is not None:
+            t = t._view(t._shape, t._strides)
+            t.grad_fn, t._output_nr = node, self.output_nr
         return t
 
 
-def _type_name(t) -> str:
-    from ..tensor import _TYPE_NAMES
+def _short_name(node) -> str:
+    """PyTorch names a node in this message without its ``Backward<N>`` suffix: ``ExpBackward0`` -> ``Exp``."""
+    return re.sub(r"Backward\d*$", "", node.name())
 
-    prefix = "clgrad" if t.device.type == "cpu" else f"clgrad.{t.device.type}"
-    return f"{prefix}.{_TYPE_NAMES[t.dtype.name]}"
+
+def _modified_message(t, node, output_nr, expected) -> str:
+    if node is None and t.grad_fn is not None:  # an input: named by what produces it now
+        node, output_nr = t.grad_fn, t._output_nr
+    which = f", which is output {output_nr} of {_short_name(node)}," if node is not None else ""
+    if ANOMALY["enabled"]:
+        hint = ("the backtrace further above shows the operation that failed to compute its gradient. The "
+                "variable in question was changed in there or anywhere later. Good luck!")
+    else:
+        hint = ("enable anomaly detection to find the operation that failed to compute its gradient, with "
+                "clgrad.autograd.set_detect_anomaly(True, check_nan=False).")
+    return ("one of the variables needed for gradient computation has been modified by an inplace operation: "
+            f"[{t.type()} {list(t.shape)}]{which} is at version {t._storage.version}; expected version "
+            f"{expected} instead. Hint: {hint}")
 
 
 class FunctionCtx:
@@ -97,6 +133,10 @@ class FunctionCtx:
     materialize_grads = True
 
     def save_for_backward(self, *tensors) -> None:
+        for t in tensors:
+            if t is not None and not _is_tensor(t):
+                raise TypeError("save_for_backward can only save variables, but argument 0 is of type "
+                                f"{type(t).__name__}")
         self._to_save = tensors
 
     def mark_dirty(self, *tensors) -> None:
@@ -114,10 +154,11 @@ class FunctionCtx:
         if saved is None:
             if self.__dict__.get("_freed"):
                 raise RuntimeError(_FREED)
-            return tuple(self.__dict__.get("_to_save", ()))
+            return tuple(self.__dict__.get("_to_save", ()))  # inside forward, before the node is wired
         return tuple(s.unpack(self) for s in saved)
 
     def _release(self) -> None:
+        """Drop the saved tensors (and forward-time state) once backward no longer needs them."""
         self._saved = None
         self._freed = True
         self.__dict__.pop("_to_save", None)
@@ -147,6 +188,7 @@ class Function:
     """
 
     node_name: str | None = None  # e.g. "MulBackward0"; default: f"{cls.__name__}Backward"
+    is_view = False  # outputs alias the first input's memory (view ops): autograd tracks them as views
 
     def __init_subclass__(cls, **kwargs):
         super().__init_subclass__(**kwargs)
@@ -172,10 +214,16 @@ class Function:
         ctx = cls._backward_cls()
         track = is_grad_enabled() and any(_is_tensor(a) and a.requires_grad for a in args)
         ctx.needs_input_grad = tuple(_is_tensor(a) and a.requires_grad for a in args) if track else (False,) * len(args)
-        with no_grad():
+        prev = grad_mode.set_enabled(False)  # forward runs untracked (cheaper than a no_grad object)
+        try:
             outputs = cls.forward(ctx, *args, **kwargs)
+        finally:
+            grad_mode.set_enabled(prev)
         if not track:
             return outputs
-        from .graph import connect
+        if ANOMALY["enabled"]:
+            ctx._forward_trace = "".join(traceback.format_stack()[:-1])
+        return connect(ctx, args, outputs, cls.is_view)
 
-        return connect(ctx, args, outputs)
+
+from .graph import connect  # noqa: E402 - graph builds on the classes above

@@ -1,56 +1,92 @@
 """Wiring a Function call into the graph, and the in-place rules shared by every in-place op."""
 from __future__ import annotations
 
+import weakref
+
 from .function import AccumulateGrad, SavedTensor, _is_tensor
-from .grad_mode import is_grad_enabled, no_grad
+from .grad_mode import is_grad_enabled, set_enabled
 
 
 def gradient_edge(t):
-    """Where the gradient for ``t`` goes: its grad_fn, its leaf accumulator, or nowhere."""
+    """Where the gradient for ``t`` goes: its grad_fn, its leaf accumulator, or nowhere.
+
+    A leaf holds its ``AccumulateGrad`` weakly (the graph holds it strongly), so a leaf and its
+    accumulator don't keep each other alive, and every graph built from the leaf shares one accumulator.
+    """
     if not _is_tensor(t) or not t.requires_grad:
         return (None, 0)
-    if t.grad_fn is not None:
-        return (t.grad_fn, t._output_nr)
-    acc = t.__dict__.get("_accumulator")
+    fn = t.grad_fn
+    if fn is not None:
+        return (fn, t._output_nr)
+    ref = t.__dict__.get("_accumulator")
+    acc = ref() if ref is not None else None
     if acc is None:
-        acc = t._accumulator = AccumulateGrad(t)
+        acc = AccumulateGrad(t)
+        t._accumulator = weakref.ref(acc)
     return (acc, 0)
 
 
-def connect(ctx, args, outputs):
+def connect(ctx, args, outputs, is_view: bool = False):
     """Make ``ctx`` the grad_fn of ``outputs`` and record edges to ``args``' producers."""
-    ctx.next_functions = tuple(gradient_edge(a) for a in args)
-    ctx._input_meta = tuple((a.shape, a.dtype, a.device) if _is_tensor(a) else None for a in args)
+    ctx.next_functions = tuple([gradient_edge(a) for a in args])
+    ctx._input_meta = tuple([(a._shape, a.dtype, a.device) if _is_tensor(a) else None for a in args])
     single = not isinstance(outputs, tuple)
     outs = (outputs,) if single else outputs
-    dirty = {id(t) for t in ctx.__dict__.get("_dirty", ())}
-    non_diff = ctx.__dict__.get("_non_differentiable", set())
-    arg_ids = {id(a) for a in args if _is_tensor(a)}
-    result = []
+    d = ctx.__dict__
+    dirty = {id(t) for t in d["_dirty"]} if "_dirty" in d else ()
+    non_diff = d.get("_non_differentiable", ())
+    result, dirty_views = [], []
     for i, out in enumerate(outs):
         if not _is_tensor(out):
             result.append(out)
             continue
         if id(out) in dirty:
-            _check_inplace_leaf(out)
-            out._storage.version += 1
-        elif id(out) in arg_ids:
+            _mark_dirty(out)
+            if out._base is not None:
+                dirty_views.append(out)
+        elif any(out is a for a in args):
             out = out._view(out._shape, out._strides)  # an input returned as-is becomes a new alias
         if id(out) in non_diff or not out.dtype.is_floating_point:
             out.grad_fn, out._requires_grad = None, False
         else:
             out.grad_fn, out._output_nr = ctx, i
+            if is_view or "_view_version" in out.__dict__:  # the node is right for the memory as it is now
+                out._view_version = out._storage.version
         result.append(out)
-    ctx._output_meta = tuple((o.shape, o.dtype, o.device) if _is_tensor(o) else None for o in result)
-    to_save = ctx.__dict__.pop("_to_save", ())
-    out_ids = {id(o) for o in result if _is_tensor(o)}
-    ctx._saved = [SavedTensor(t, _is_tensor(t) and id(t) in out_ids) if t is not None else SavedTensor(None, False)
-                  for t in to_save]
+    ctx._output_meta = tuple([(o._shape, o.dtype, o.device) if _is_tensor(o) else None for o in result])
+    to_save = d.pop("_to_save", None)
+    ctx._saved = [_save(t, ctx, result) for t in to_save] if to_save else ()
+    for out in dirty_views:  # written through a view: the base learns that a region of it changed
+        from .view_rules import rebase_view
+
+        if out.__dict__.get("_grad_fn") is ctx:
+            rebase_view(out._base, out, out)
     return result[0] if single else tuple(result)
 
 
-def _check_inplace_leaf(t) -> None:
+def _mark_dirty(out) -> None:
+    """An input the forward modified in place (``ctx.mark_dirty``): check it may be, count the write."""
+    _check_inplace_leaf(out, dirty=True)
+    base = out._base
+    if base is not None and base.is_leaf and base.requires_grad:
+        raise RuntimeError("a view of a leaf Variable that requires grad is being used in an in-place operation.")
+    out._storage.version += 1
+
+
+def _save(t, ctx, outputs) -> SavedTensor:
+    if t is None:
+        return SavedTensor(None)
+    for i, o in enumerate(outputs):
+        # the output object itself, or the original object of a dirty input (the same Python object)
+        if o is t and t.__dict__.get("_grad_fn") is ctx:
+            return SavedTensor(t, output_nr=i)
+    return SavedTensor(t)
+
+
+def _check_inplace_leaf(t, dirty: bool = False) -> None:
     if t.is_leaf and t.requires_grad and is_grad_enabled():
+        if dirty:
+            raise RuntimeError("a leaf Variable that requires grad has been used in an in-place operation.")
         raise RuntimeError("a leaf Variable that requires grad is being used in an in-place operation.")
 
 
@@ -59,29 +95,35 @@ def inplace(target, compute):
 
     Without autograd involvement the caller's fast path writes directly; this path keeps the graph right:
     the old value is kept (cloned) for backward, the result is copied into ``target``'s memory, ``target``
-    takes over the result's place in the graph, and a view's base learns that a region of it changed.
+    takes over the result's place in the graph, and when ``target`` is a view its base becomes a
+    ``CopySlices`` of its old value and the new region, while the view (and every other view of the same
+    memory) rebuilds its ``grad_fn`` from the base on next use.
     """
     base = target._base
     _check_inplace_leaf(target)
     if base is not None and base.is_leaf and base.requires_grad and is_grad_enabled():
-        raise RuntimeError(
-            "a view of a leaf Variable that requires grad is being used in an in-place operation."
-        )
+        raise RuntimeError("a view of a leaf Variable that requires grad is being used in an in-place operation.")
     old = target.clone()  # saved tensors of the op must not see the overwrite
     result = compute(old)
-    with no_grad():
+    if base is None and old.requires_grad and not result.requires_grad:
+        result = result + old * 0  # overwritten by a constant: the old value's producers get zero gradients
+    prev = set_enabled(False)
+    try:
         from ..ops.pointwise import cast_into
 
         cast_into(target, result)
+    finally:
+        set_enabled(prev)
     target._storage.version += 1
-    if result.requires_grad:
-        target.grad_fn, target._output_nr = result.grad_fn, result._output_nr
-        if base is not None:
-            from .view_rules import rebase_view
+    if base is not None and (result.requires_grad or base.requires_grad):
+        from .view_rules import rebase_view
 
-            rebase_view(base, target)
+        rebase_view(base, target, result)
+    elif result.requires_grad:
+        target.grad_fn, target._output_nr = result.grad_fn, result._output_nr
     return target
 
 
 def needs_graph(*tensors) -> bool:
+    """Whether an op on ``tensors`` must be recorded: grad mode is on and some tensor requires grad."""
     return is_grad_enabled() and any(_is_tensor(t) and t.requires_grad for t in tensors)

@@ -1,22 +1,43 @@
 """The autograd side of Tensor: requires_grad, grad, grad_fn, backward, hooks, detach.
 
 A mixin of ``clgrad.Tensor``; the defaults live on the class so untracked tensors carry no extra state.
+
+A *tracked view* (the output of a differentiable view op, or a view that an in-place op wrote through)
+remembers the version of its memory at which its ``grad_fn`` was right. When an in-place op on its base
+or on a sibling view has changed that memory since, reading ``grad_fn`` rebuilds it as an
+``AsStridedBackward0`` of the base's current node, so the view's gradient sees the change (PyTorch does
+the same).
 """
 from __future__ import annotations
+
+import weakref
 
 
 class AutogradMixin:
     __slots__ = ()
 
     grad = None
-    grad_fn = None
+    _grad_fn = None
     _requires_grad = False
     _output_nr = 0
     _base = None  # the tensor owning the memory this view looks at
 
     @property
+    def grad_fn(self):
+        d = self.__dict__
+        if "_view_version" in d and d["_view_version"] != self._storage.version:
+            from .view_rules import refresh_view
+
+            refresh_view(self)
+        return d.get("_grad_fn")
+
+    @grad_fn.setter
+    def grad_fn(self, fn) -> None:
+        self.__dict__["_grad_fn"] = fn
+
+    @property
     def requires_grad(self) -> bool:
-        return self.grad_fn is not None or self._requires_grad
+        return self._requires_grad or self.grad_fn is not None
 
     @requires_grad.setter
     def requires_grad(self, flag: bool) -> None:
@@ -32,7 +53,7 @@ class AutogradMixin:
                 )
             return self
         if requires_grad and not self.dtype.is_floating_point:
-            raise RuntimeError("only Tensors of floating point and complex dtype can require gradients")
+            raise RuntimeError("only Tensors of floating point dtype can require gradients")
         self._requires_grad = bool(requires_grad)
         return self
 
@@ -41,8 +62,20 @@ class AutogradMixin:
         return self.grad_fn is None
 
     @property
+    def _version(self) -> int:
+        """How many in-place writes the memory has seen (shared by every view of it)."""
+        return self._storage.version
+
+    @property
     def data(self):
-        return self.detach()
+        """The same memory, outside the graph, and unlike ``detach()`` with its own version counter: writes
+        through ``.data`` are invisible to autograd's in-place checks, as in PyTorch."""
+        from ..storage import Storage
+
+        s = self._storage
+        # a second Storage object over the same memory; its "free" callback only keeps the owner alive
+        alias = Storage(s.device, s.dtype, s.size, s.data, free=_KeepAlive(s))
+        return type(self)._make(alias, self.dtype, self._shape, self._strides, self._offset)
 
     @data.setter
     def data(self, other) -> None:
@@ -50,11 +83,17 @@ class AutogradMixin:
 
     def detach(self):
         """A tensor sharing memory with this one, cut out of the graph."""
-        out = self._view(self._shape, self._strides)
-        out.__dict__.pop("_base", None)
-        return out
+        return type(self)._make(self._storage, self.dtype, self._shape, self._strides, self._offset)
 
     def detach_(self):
+        """Cut this tensor out of the graph in place; it becomes a leaf that doesn't require grad."""
+        if "_view_version" in self.__dict__:
+            raise RuntimeError(
+                "Can't detach views in-place. Use detach() instead. If you are using DistributedDataParallel (DDP) "
+                "for training, and gradient_as_bucket_view is set as True, gradients are views of DDP buckets, and "
+                "hence detach_() cannot be called on these gradients. To fix this error, please refer to the "
+                "Optimizer.zero_grad() function in torch/optim/optimizer.py as the solution."
+            )
         self.grad_fn = None
         self._requires_grad = False
         return self
@@ -71,33 +110,36 @@ class AutogradMixin:
             raise RuntimeError("cannot register a hook on a tensor that doesn't require gradient")
         from .function import _Handle
 
-        if self.grad_fn is None:
+        fn = self.grad_fn
+        if fn is None:
             hooks = self.__dict__.setdefault("_hooks", [])
         else:
-            hooks = self.grad_fn.__dict__.setdefault("_tensor_hooks", {}).setdefault(self._output_nr, [])
+            hooks = fn.__dict__.setdefault("_tensor_hooks", {}).setdefault(self._output_nr, [])
         hooks.append(hook)
         return _Handle(hooks, hook)
 
     def retain_grad(self) -> None:
-        """Keep ``.grad`` for this non-leaf tensor after backward."""
-        if self.grad_fn is None:
+        """Keep ``.grad`` for this non-leaf tensor after backward (after its hooks ran, as in PyTorch)."""
+        fn = self.grad_fn
+        if fn is None:
             if not self.requires_grad:
                 raise RuntimeError("can't retain_grad on Tensor that has requires_grad=False")
             return
-        if self.__dict__.get("_retains_grad"):
-            return
-        import weakref
-
-        ref = weakref.ref(self)
-
-        def keep(grad):
-            t = ref()
-            if t is not None:
-                t.grad = grad.detach() if t.grad is None else t.grad + grad.detach()
-
-        self.register_hook(keep)
+        fn.__dict__.setdefault("_retains", {})[self._output_nr] = weakref.ref(self)
         self._retains_grad = True
 
     @property
     def retains_grad(self) -> bool:
-        return bool(self.__dict__.get("_retains_grad"))
+        return bool(self.__dict__.get("_retains_grad")) and self.grad_fn is not None
+
+
+class _KeepAlive:
+    """Holds the Storage that owns some memory for as long as an alias Storage of it lives."""
+
+    __slots__ = ("owner",)
+
+    def __init__(self, owner):
+        self.owner = owner
+
+    def __call__(self) -> None:
+        pass

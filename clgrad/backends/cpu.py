@@ -7,9 +7,13 @@ import numpy as np
 from .. import dtypes as D
 from ..device import CPU
 from ..storage import Storage
+from .cpu_conv import CPUConv
+from .cpu_index import CPUIndex
 from .cpu_matmul import CPUMatmul
+from .cpu_nn import CPUNN
 from .cpu_random import CPURandom
 from .cpu_reduce import CPUReduce
+from .cpu_scan import CPUScan
 from .ewtable import OPS
 
 
@@ -44,7 +48,7 @@ def cast(values: np.ndarray, to: D.dtype) -> np.ndarray:
         return values.astype(to.np)
 
 
-class CPUBackend(CPUReduce, CPUMatmul, CPURandom):
+class CPUBackend(CPUReduce, CPUMatmul, CPURandom, CPUIndex, CPUScan, CPUConv, CPUNN):
     name = "cpu"
 
     def empty(self, dev, dt: D.dtype, size: int) -> Storage:

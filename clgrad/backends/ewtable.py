@@ -1,11 +1,15 @@
 """The elementwise math table: one line per op, a C expression for OpenCL and a numpy function for cpu.
 
-C expressions read their inputs as ``a``, ``b``, ``c`` and may use ``T``, the compute type, plus the
-helpers defined in ``kernels/elementwise.cl.mako``. The numpy function receives arrays already cast
-to the compute dtype and must give the same answer as the C expression (float16 computes in float32).
+C expressions read their inputs as ``a``, ``b``, ``c``, ``d`` and may use ``T``, the compute type, ``K(x)``
+for a floating constant in the compute type (no double literal in a float kernel), plus the helpers defined
+in ``kernels/elementwise.cl.mako``. The numpy function receives arrays already cast to the compute dtype and
+must give the same answer as the C expression (float16 computes in float32). An op's parameters (elu's alpha,
+softplus's beta...) are trailing operands passed as Python scalars, so they reach the kernel as scalar
+arguments of the compute type and one kernel serves every parameter value.
 """
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -104,6 +108,67 @@ def _sigmoid(a):
     return 1 / (1 + np.exp(-a))
 
 
+_erf = np.frompyfunc(math.erf, 1, 1)
+_erfc = np.frompyfunc(math.erfc, 1, 1)
+
+
+def _np_erf(a):
+    # no scipy at run time: libm's erf per element, which is what the OpenCL builtin approximates
+    return np.asarray(_erf(a)).astype(a.dtype)
+
+
+def _np_erfc(a):
+    return np.asarray(_erfc(a)).astype(a.dtype)
+
+
+def _np_gelu(a):
+    return 0.5 * a * (1 + _np_erf(a * a.dtype.type(math.sqrt(0.5))))
+
+
+def _np_gelu_tanh(a):
+    k = a.dtype.type(-2 * math.sqrt(2 / math.pi))
+    return a / (1 + np.exp(k * (a + a.dtype.type(0.044715) * a * a * a)))
+
+
+def _np_hardsigmoid(a):
+    return np.minimum(np.maximum(a + 3, 0), 6) / a.dtype.type(6)
+
+
+def _np_hardtanh(a, lo, hi):
+    return np.where(a < lo, lo, np.where(a > hi, hi, a))
+
+
+def _np_nan_to_num(a, nan, posinf, neginf):
+    if a.dtype.kind != "f":
+        return a
+    return np.where(np.isnan(a), nan, np.where(np.isinf(a), np.where(a > 0, posinf, neginf), a))
+
+
+def _np_logit(a, eps):
+    # eps < 0 means no clamping (torch.logit's eps=None)
+    lo, hi = eps, 1 - eps
+    a = np.where(eps >= 0, np.where(a < lo, lo, np.where(a > hi, hi, a)), a)
+    return np.log(a / (1 - a))
+
+
+def _np_xlogy(a, b):
+    return np.where(np.isnan(b), b, np.where(a == 0, a.dtype.type(0), a * np.log(b)))
+
+
+def _np_lerp(a, b, w):
+    # PyTorch's two-sided formula (as its vectorized CPU kernel: signed zeros agree): exact at both ends
+    return np.where(np.abs(w) < 0.5, a + w * (b - a), b + (w - 1) * (b - a))
+
+
+def _np_isclose(equal_nan):
+    def f(a, b, rtol, atol):
+        err = np.abs(a - b)
+        close = (a == b) | (np.isfinite(err) & (err <= atol + np.abs(rtol * b)))
+        return close | (np.isnan(a) & np.isnan(b)) if equal_nan else close
+
+    return f
+
+
 def _shift(op):
     def f(a, b):
         bits = a.dtype.itemsize * 8
@@ -187,4 +252,42 @@ OPS: dict[str, EwOp] = {
     "isnan": EwOp(1, "isnan(a)", np.isnan, c_int="0", predicate=True),
     "isinf": EwOp(1, "isinf(a)", np.isinf, c_int="0", predicate=True),
     "isfinite": EwOp(1, "isfinite(a)", np.isfinite, c_int="1", predicate=True),
+    # activations; parameters are scalar operands (elu: scale, alpha * scale, input scale, as PyTorch's elu)
+    "erf": EwOp(1, "erf(a)", _np_erf, kind="float"),
+    "erfc": EwOp(1, "erfc(a)", _np_erfc, kind="float"),
+    "gelu": EwOp(1, "K(0.5) * a * ((T)1 + erf(a * K(0.70710678118654752440)))", _np_gelu, allow="f"),
+    # 0.5 * (1 + tanh(z)) written as sigmoid(2 z): exactly 0 far left (1 + tanh(z) cancels to an ulp of tanh)
+    "gelu_tanh": EwOp(1, "a / ((T)1 + exp(K(-1.59576912160573071176) * (a + K(0.044715) * a * a * a)))",
+                      _np_gelu_tanh, allow="f"),
+    "silu": EwOp(1, "a / ((T)1 + exp(-a))", lambda a: a / (1 + np.exp(-a)), allow="f"),
+    "elu": EwOp(4, "a <= 0 ? expm1(a * d) * c : a * b", lambda a, b, c, d: np.where(a <= 0, np.expm1(a * d) * c, a * b),
+                allow="f"),
+    "leaky_relu": EwOp(2, "a > 0 ? a : a * b", lambda a, b: np.where(a > 0, a, a * b), allow="f"),
+    "softplus": EwOp(3, "a * b > c ? a : log1p(exp(a * b)) / b",
+                     lambda a, b, c: np.where(a * b > c, a, np.log1p(np.exp(a * b)) / b), allow="f"),
+    # a tie with a bound keeps the input (relu6(-0.0) is -0.0, as in PyTorch); NaN falls through
+    "hardtanh": EwOp(3, "a < b ? b : (a > c ? c : a)", _np_hardtanh, allow=_NUM),
+    "hardsigmoid": EwOp(1, "nan_min(nan_max(a + (T)3, (T)0), (T)6) / (T)6", _np_hardsigmoid, allow="f"),
+    "hardswish": EwOp(1, "a * nan_min(nan_max(a + (T)3, (T)0), (T)6) / (T)6", lambda a: a * _np_hardsigmoid(a),
+                      allow="f"),
+    "mish": EwOp(1, "a * tanh(log1p(exp(a)))", lambda a: a * np.tanh(np.log1p(np.exp(a))), allow="f"),
+    # min(x, 0) - log1p(exp(-|x|)): no overflow for large |x|
+    "logsigmoid": EwOp(1, "fmin(a, (T)0) - log1p(exp(-fabs(a)))",
+                       lambda a: np.fmin(a, 0) - np.log1p(np.exp(-np.abs(a))), allow="f"),
+    "nan_to_num": EwOp(4, "isnan(a) ? b : (isinf(a) ? (a > 0 ? c : d) : a)", _np_nan_to_num, c_int="a"),
+    "logit": EwOp(2, "logit_eps(a, b)", _np_logit, kind="float"),
+    "xlogy": EwOp(2, "isnan(b) ? b : (a == 0 ? (T)0 : a * log(b))", _np_xlogy, kind="float"),
+    # NaN-ignoring max/min, and the one-sided clamps (the maximum/minimum kernels with clamp's gradient)
+    "fmax": EwOp(2, "fmax(a, b)", np.fmax, c_int="max(a, b)"),
+    "fmin": EwOp(2, "fmin(a, b)", np.fmin, c_int="min(a, b)"),
+    "clamp_min": EwOp(2, "nan_max(a, b)", np.maximum, c_int="max(a, b)"),
+    "clamp_max": EwOp(2, "nan_min(a, b)", np.minimum, c_int="min(a, b)"),
+    # blends; addcmul/addcdiv's value is the scalar d
+    "lerp": EwOp(3, "fabs(c) < K(0.5) ? a + c * (b - a) : b + (c - (T)1) * (b - a)", _np_lerp, allow="f"),
+    "addcmul": EwOp(4, "a + d * b * c", lambda a, b, c, d: a + d * b * c, allow=_NUM),
+    "addcdiv": EwOp(4, "a + d * b / c", lambda a, b, c, d: a + d * b / c, allow="f"),
+    # rtol, atol are c, d
+    "isclose": EwOp(4, "close_to(a, b, c, d)", _np_isclose(False), predicate=True, allow="f"),
+    "isclose_nan": EwOp(4, "close_to(a, b, c, d) || (isnan(a) && isnan(b))", _np_isclose(True), predicate=True,
+                        allow="f"),
 }

@@ -2,7 +2,7 @@
 ## Inputs arrive already broadcast to the output's shape (stride 0 on broadcast dims) and with
 ## dims coalesced by the launcher, so `ndim` is small. A contiguous operand skips index math.
 <%
-  letters = "abc"
+  letters = "abcd"
   strided = (not out_contig) or any((not contig) and (not scalar) for scalar, _, _, contig in args)
   def load(k, arg):
       scalar, ctype, load_t, contig = arg
@@ -22,6 +22,12 @@
 #pragma OPENCL EXTENSION cl_khr_fp64 : enable
 % endif
 #define T ${compute}
+// a floating constant in the compute type: a double literal would need cl_khr_fp64 in a float kernel
+% if compute == "double":
+#define K(x) x
+% else:
+#define K(x) x##f
+% endif
 % if half_compute:
 // a half variable needs cl_khr_fp16, a pointer to half does not: keep the bits in a ushort
 inline float round_half(float x) { ushort h; vstore_half_rte(x, 0, (half *)&h); return vload_half(0, (half *)&h); }
@@ -94,6 +100,16 @@ inline T py_remainder(T a, T b) {
 // max/min that propagate NaN like torch.maximum (fmax would drop it).
 inline T nan_max(T a, T b) { return (isnan(a) || isnan(b)) ? a + b : fmax(a, b); }
 inline T nan_min(T a, T b) { return (isnan(a) || isnan(b)) ? a + b : fmin(a, b); }
+// torch.isclose: equal, or a finite difference within atol + rtol * |b|
+inline int close_to(T a, T b, T rtol, T atol) {
+    T err = fabs(a - b);
+    return a == b || (isfinite(err) && err <= atol + fabs(rtol * b));
+}
+// torch.logit: eps < 0 stands for eps=None (no clamping)
+inline T logit_eps(T x, T eps) {
+    if (eps >= 0) x = x < eps ? eps : (x > (T)1 - eps ? (T)1 - eps : x);
+    return log(x / ((T)1 - x));
+}
 % endif
 
 __kernel void ${name}(

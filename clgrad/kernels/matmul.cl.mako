@@ -64,8 +64,9 @@
       limit = {"n": "N", "k": "K"}
       unit = b_unit == fast
   slow = [d for d in ext if d != fast][0]
-  w = lw if unit else 1
-  reps = ext[slow] * ext[fast] // (w * nt)
+  w = lw if unit and ext[fast] % lw == 0 else 1
+  total = ext[slow] * ext[fast]
+  reps = -(-total // (w * nt))
   ss, ff = slow * 2, fast * 2
   def dst(f):
       idx = {slow: ss, fast: f}
@@ -77,6 +78,9 @@
 %>\
             for (int r = 0; r < ${reps}; ++r) {
                 const int e = (tid + r * ${nt}) * ${w};
+%   if total % (w * nt):
+                if (e >= ${total}) break;  // a tile smaller than the work-group (skinny tilings)
+%   endif
                 const int ${ff} = e % ${ext[fast]}, ${ss} = e / ${ext[fast]};
                 const ${idx_t} g = ${op}_base + (${start[slow]} + ${ss}) * ${stride[slow]} + (${start[fast]} + ${ff}) * ${stride[fast]};
 %   if checked and w == 1:

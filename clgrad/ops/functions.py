@@ -1,7 +1,9 @@
 """Built-in differentiable ops as ``Function`` subclasses: forward in raw ops, backward in clgrad ops.
 
 Elementwise Functions are generated from the op table (ewtable.OPS) and its gradient table (grads.GRADS),
-so a new elementwise op costs one line in each.
+so a new elementwise op costs one line in each. Where PyTorch gives one op several node names (its
+overloads: ``a ** 2`` is ``PowBackward0``, ``a ** b`` ``PowBackward1``), a call picks a *variant*: a
+subclass that differs only in ``node_name``.
 """
 from __future__ import annotations
 
@@ -10,7 +12,20 @@ from ..autograd.graph import needs_graph
 from ..backends.ewtable import OPS
 from . import pointwise as P
 from . import shape as S
+from . import views as V
 from .grads import GRADS, NO_INPUTS, USES_OUT
+
+_apply = Function.apply.__func__  # the plain apply, for dispatchers that pick a variant class first
+_VARIANTS: dict = {}
+
+
+def _variant(cls, node_name: str):
+    """A subclass of ``cls`` whose graph node is called ``node_name`` (cached: classes are made once)."""
+    key = (cls, node_name)
+    sub = _VARIANTS.get(key)
+    if sub is None:
+        sub = _VARIANTS[key] = type(cls.__name__, (cls,), {"node_name": node_name})
+    return sub
 
 
 def _camel(name: str) -> str:
@@ -43,10 +58,46 @@ class Elementwise(Function):
         return tuple(g if ctx.needs_input_grad[i] else None for i, g in enumerate(grads))
 
 
-ELEMENTWISE = {
-    name: type(_camel(name), (Elementwise,), {"op": name, "node_name": f"{_camel(name)}Backward0"})
-    for name in OPS
-}
+def _pow_name(base, exponent):
+    if not P.is_tensor(base):
+        return "PowBackward2"
+    return "PowBackward1" if P.is_tensor(exponent) else None
+
+
+def _clamp_name(x, *bounds):
+    # clamp(min=, max=) with number bounds is PyTorch's ClampBackward1, with tensor bounds ClampBackward0;
+    # clamp(min=...) alone runs the clamp_min kernel here but is the same PyTorch node
+    return "ClampBackward0" if any(P.is_tensor(b) for b in bounds) else "ClampBackward1"
+
+
+def _sub_name(a, b):
+    return "RsubBackward1" if not P.is_tensor(a) else None
+
+
+# PyTorch's node name for a call, where it depends on the operands (None: the op's default name)
+_NAMES = {"pow": _pow_name, "clamp": _clamp_name, "clamp_min": _clamp_name, "clamp_max": _clamp_name,
+          "sub": _sub_name}
+
+
+class _Overloaded(Elementwise):
+    """An elementwise op whose node name depends on which operands are numbers."""
+
+    @classmethod
+    def apply(cls, *operands, compute=None):
+        name = _NAMES[cls.op](*operands)
+        return _apply(cls if name is None else _variant(cls, name), *operands, compute=compute)
+
+
+_NODE_NAMES = {"square": "PowBackward0"}  # ops PyTorch records under another op's node
+
+
+def _elementwise_class(name: str):
+    base = _Overloaded if name in _NAMES else Elementwise
+    node = _NODE_NAMES.get(name, f"{_camel(name)}Backward0")
+    return type(_camel(name), (base,), {"op": name, "node_name": node})
+
+
+ELEMENTWISE = {name: _elementwise_class(name) for name in OPS}
 
 
 def elementwise(op: str, *operands, out=None):
@@ -59,10 +110,65 @@ def elementwise(op: str, *operands, out=None):
 
 
 # ---- views -----------------------------------------------------------------------------------
+# View Functions set ``is_view``: their outputs are tracked as views of the input's memory, so an in-place
+# change of that memory (through the base or another view) reaches their gradient (autograd/view_rules.py).
+
+def _reshape_name(x, fn, args) -> str:
+    """PyTorch's reshape is a view (ViewBackward0) when the layout allows, else a copy (UnsafeViewBackward0)."""
+    if fn is S.flatten:
+        if x.dim() == 0:
+            return "ViewBackward0"
+        start = V.wrap_dim(args[0] if args else 0, x.dim())
+        end = V.wrap_dim(args[1] if len(args) > 1 else -1, x.dim())
+        n = 1
+        for k in x._shape[start : end + 1]:
+            n *= k
+        shape = x._shape[:start] + (n,) + x._shape[end + 1 :]
+    else:
+        shape = V.infer_size(V.as_size(args, "reshape"), x.numel())
+    return "ViewBackward0" if V.view_strides(x._shape, x._strides, shape) is not None else "UnsafeViewBackward0"
+
+
+def _squeeze_name(args) -> str:
+    if not args or args[0] is None:
+        return "SqueezeBackward0"
+    return "SqueezeBackward2" if isinstance(args[0], (tuple, list)) else "SqueezeBackward1"
+
+
+def _getitem_name(index) -> str:
+    """Named after the last step PyTorch's indexing takes: an int selects, None unsqueezes, a slice slices."""
+    items = index if isinstance(index, tuple) else (index,)
+    for item in reversed(items):
+        if item is Ellipsis or item == slice(None):
+            continue  # PyTorch skips whole-dim slices (unless nothing else is there)
+        if item is None:
+            return "UnsqueezeBackward0"
+        return "SliceBackward0" if isinstance(item, slice) else "SelectBackward0"
+    return "SliceBackward0"
+
+
+def _view_name(x, fn, args):
+    name = fn.__name__
+    if name in ("reshape", "flatten"):
+        return _reshape_name(x, fn, args)
+    if name == "squeeze":
+        return _squeeze_name(args)
+    if name == "getitem":
+        return _getitem_name(args[0])
+    return {"unsqueeze": "UnsqueezeBackward0", "select": "SelectBackward0",
+            "as_strided": "AsStridedBackward0"}.get(name)
+
+
 class View(Function):
     """view/reshape/flatten/squeeze/unsqueeze: the gradient is reshaped back."""
 
     node_name = "ViewBackward0"
+    is_view = True
+
+    @classmethod
+    def apply(cls, x, fn, args):
+        name = _view_name(x, fn, args)
+        return _apply(cls if name is None or name == cls.node_name else _variant(cls, name), x, fn, args)
 
     @staticmethod
     def forward(ctx, x, fn, args):
@@ -76,6 +182,7 @@ class View(Function):
 
 class Permute(Function):
     node_name = "PermuteBackward0"
+    is_view = True
 
     @staticmethod
     def forward(ctx, x, dims):
@@ -90,10 +197,16 @@ class Permute(Function):
         return grad.permute(*inverse), None
 
 
+# PyTorch's names for the same permutation Function when reached through transpose() and t()
+Transpose = _variant(Permute, "TransposeBackward0")
+T = _variant(Permute, "TBackward0")
+
+
 class Expand(Function):
     """The engine sums the broadcast gradient back to the input's shape."""
 
     node_name = "ExpandBackward0"
+    is_view = True
 
     @staticmethod
     def forward(ctx, x, sizes):
@@ -109,6 +222,12 @@ class Slice(Function):
     replaying the same view on a zero tensor of the input's shape."""
 
     node_name = "SliceBackward0"
+    is_view = True
+
+    @classmethod
+    def apply(cls, x, fn, args):
+        name = _view_name(x, fn, args)
+        return _apply(cls if name is None or name == cls.node_name else _variant(cls, name), x, fn, args)
 
     @staticmethod
     def forward(ctx, x, fn, args):
@@ -150,3 +269,50 @@ class ToCopy(Function):
     @staticmethod
     def backward(ctx, grad):
         return grad.to(*ctx.src), None, None
+
+
+# ---- matrix products -------------------------------------------------------------------------
+_PRODUCT_NAMES = {"mm": "MmBackward0", "bmm": "BmmBackward0", "mv": "MvBackward0", "dot": "DotBackward0"}
+_MATMUL_NAMES = {(1, 1): "DotBackward0", (2, 1): "MvBackward0", (2, 2): "MmBackward0", (1, 2): "SqueezeBackward4"}
+
+
+class Matmul(Function):
+    """``mm``/``bmm``/``mv``/``dot``/``matmul`` (named by ``op``). One backward for all of them: 1-D operands
+    are treated as a row (left) or a column (right), and the engine sums broadcast batch dims back.
+
+    >>> Matmul.apply(a, b, "mm")  # what linalg.mm returns when autograd records
+    """
+
+    node_name = "UnsafeViewBackward0"  # PyTorch's N-d matmul ends in a reshape of a bmm
+
+    @classmethod
+    def apply(cls, a, b, op="matmul"):
+        name = _PRODUCT_NAMES.get(op) or _MATMUL_NAMES.get((a.dim(), b.dim()))
+        return _apply(cls if name is None else _variant(cls, name), a, b, op)
+
+    @staticmethod
+    def forward(ctx, a, b, op):
+        from . import linalg
+
+        ctx.save_for_backward(a if ctx.needs_input_grad[1] else None, b if ctx.needs_input_grad[0] else None)
+        ctx.dims = (a.dim(), b.dim())
+        return getattr(linalg, op)(a, b)
+
+    @staticmethod
+    def backward(ctx, grad):
+        a, b = ctx.saved_tensors
+        da, db = ctx.dims
+        if da == 1 and db == 1:  # dot: a 0-dim gradient
+            return grad * b if ctx.needs_input_grad[0] else None, grad * a if ctx.needs_input_grad[1] else None, None
+        if da == 1:
+            grad = grad.unsqueeze(-2)
+        if db == 1:
+            grad = grad.unsqueeze(-1)
+        ga = gb = None
+        if ctx.needs_input_grad[0]:
+            ga = grad.matmul((b.unsqueeze(-1) if db == 1 else b).mT)
+            ga = ga.squeeze(-2) if da == 1 else ga
+        if ctx.needs_input_grad[1]:
+            gb = (a.unsqueeze(0) if da == 1 else a).mT.matmul(grad)
+            gb = gb.squeeze(-1) if db == 1 else gb
+        return ga, gb, None

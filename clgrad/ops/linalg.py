@@ -1,7 +1,7 @@
 """Public linear-algebra ops: ``matmul`` (and ``@``), ``mm``, ``bmm``, ``mv``, ``dot``, ``outer``.
 
-Every product reaches the backend as one batched ``matmul(out, a, b)`` on a [B, M, K] and b [B, K, N]
-views; ``matmul`` dispatches on dimensions exactly as PyTorch's does, so results and error messages match.
+Every product reaches the backend as one batched ``matmul(out, a, b)`` on views a [B, M, K] and
+b [B, K, N]; ``matmul`` dispatches on dimensions as PyTorch's does, so results and error messages match.
 """
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ from .. import backends
 from .. import dtypes as D
 from . import pointwise as P
 from . import shape as S
+from .views import broadcast_shapes
 
 __all__ = ["matmul", "mm", "bmm", "mv", "dot", "outer"]
 
@@ -150,22 +151,12 @@ def _folded(t1, t2):
     return S.transpose(out, -2, -1).contiguous() if transpose else out
 
 
-def _batch_shape(b1: tuple, b2: tuple) -> tuple:
-    """Broadcast batch shapes, naming the failing dim the way PyTorch's infer_size does."""
-    ndim = max(len(b1), len(b2))
-    p1, p2 = (1,) * (ndim - len(b1)) + b1, (1,) * (ndim - len(b2)) + b2
-    for i, (x, y) in enumerate(zip(p1, p2)):
-        if x != y and x != 1 and y != 1:
-            raise RuntimeError(f"The size of tensor a ({x}) must match the size of tensor b ({y}) at non-singleton dimension {i}")
-    return tuple(y if x == 1 else x for x, y in zip(p1, p2))
-
-
 def _batched(t1, t2):
     """N-D product with broadcast batch dims, flattened to one bmm."""
     d1, d2 = t1.dim(), t2.dim()
     n, m1 = (t1.shape[-2] if d1 > 1 else 1), t1.shape[-1]
     m2, p = (t2.shape[-2] if d2 > 1 else t2.shape[0]), (t2.shape[-1] if d2 > 1 else 1)
-    batch = _batch_shape(tuple(t1.shape[: max(d1 - 2, 0)]), tuple(t2.shape[: max(d2 - 2, 0)]))
+    batch = broadcast_shapes(tuple(t1.shape[: max(d1 - 2, 0)]), tuple(t2.shape[: max(d2 - 2, 0)]))
     nb = math.prod(batch)
     # reshape is a view when the broadcast batch dims merge into one stride, else a contiguous copy
     a = S.reshape(S.expand(t1, batch + (n, m1)), nb, n, m1)

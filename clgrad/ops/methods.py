@@ -86,9 +86,9 @@ def _expand(self, *sizes):
 
 def install(T) -> None:
     from .. import random
-    from . import linalg, reduction
+    from . import conv, indexing, joins, linalg, nnops, reduction, scans
 
-    for module in (reduction, linalg, random):
+    for module in (reduction, linalg, random, indexing, joins, scans, conv, nnops):
         module.install(T)
 
     # views: raw shape arithmetic, or a Function when autograd records

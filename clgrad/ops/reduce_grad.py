@@ -8,6 +8,25 @@ from __future__ import annotations
 from ..autograd.function import Function
 from . import views as V
 
+_apply = Function.apply.__func__
+
+
+def _named(cls, node_name: str):
+    """``cls`` with another node name: PyTorch names a reduction over all elements and one over ``dim``
+    apart (``SumBackward0`` / ``SumBackward1``), and ``min`` apart from ``max``."""
+    key = (cls, node_name)
+    sub = _NAMED.get(key)
+    if sub is None:
+        sub = _NAMED[key] = type(cls.__name__, (cls,), {"node_name": node_name})
+    return sub
+
+
+_NAMED: dict = {}
+
+
+def _over_dim(dim) -> bool:
+    return dim is not None and dim != () and dim != []
+
 
 def _dims_of(x, dim) -> tuple:
     if dim is None or dim == ():
@@ -27,6 +46,10 @@ def _unreduce(grad, shape, dims, keepdim):
 class Sum(Function):
     node_name = "SumBackward0"
 
+    @classmethod
+    def apply(cls, x, dim, keepdim, dtype):
+        return _apply(_named(cls, "SumBackward1") if _over_dim(dim) else cls, x, dim, keepdim, dtype)
+
     @staticmethod
     def forward(ctx, x, dim, keepdim, dtype):
         from .reduction import sum as raw
@@ -42,6 +65,10 @@ class Sum(Function):
 
 class Mean(Function):
     node_name = "MeanBackward0"
+
+    @classmethod
+    def apply(cls, x, dim, keepdim, dtype):
+        return _apply(_named(cls, "MeanBackward1") if _over_dim(dim) else cls, x, dim, keepdim, dtype)
 
     @staticmethod
     def forward(ctx, x, dim, keepdim, dtype):
@@ -62,6 +89,10 @@ class Mean(Function):
 
 class Prod(Function):
     node_name = "ProdBackward0"
+
+    @classmethod
+    def apply(cls, x, dim, keepdim, dtype):
+        return _apply(_named(cls, "ProdBackward1") if dim is not None else cls, x, dim, keepdim, dtype)
 
     @staticmethod
     def forward(ctx, x, dim, keepdim, dtype):
@@ -88,6 +119,10 @@ class MaxMinDim(Function):
     """``max(x, dim)`` / ``min(x, dim)``: values and indices; the gradient goes to the indices."""
 
     node_name = "MaxBackward0"
+
+    @classmethod
+    def apply(cls, x, name, dim, keepdim):
+        return _apply(_named(cls, "MinBackward0") if name == "min" else cls, x, name, dim, keepdim)
 
     @staticmethod
     def forward(ctx, x, name, dim, keepdim):
@@ -116,6 +151,11 @@ class MaxMinAll(Function):
 
     node_name = "AmaxBackward0"
 
+    @classmethod
+    def apply(cls, x, name, dim, keepdim):
+        node = {"max": "MaxBackward1", "min": "MinBackward1", "amin": "AminBackward0"}.get(name)
+        return _apply(_named(cls, node) if node else cls, x, name, dim, keepdim)
+
     @staticmethod
     def forward(ctx, x, name, dim, keepdim):
         from . import reduction
@@ -124,6 +164,7 @@ class MaxMinAll(Function):
             getattr(reduction, name)(x, dim, keepdim)
         dims = _dims_of(x, None if name in ("max", "min") else dim)
         ctx.meta = (dims, keepdim and name not in ("max", "min"))
+        ctx.nan_aware = name in ("max", "min")
         ctx.save_for_backward(x, out)
         return out
 
@@ -131,6 +172,9 @@ class MaxMinAll(Function):
     def backward(ctx, grad):
         x, out = ctx.saved_tensors
         dims, keepdim = ctx.meta
-        hit = x == _unreduce(out, x.shape, dims, keepdim)
+        extreme = _unreduce(out, x.shape, dims, keepdim)
+        hit = x == extreme
+        if ctx.nan_aware:  # max()/min() of all elements: a NaN result shares its gradient among the NaNs
+            hit = hit | (x.isnan() & extreme.isnan())
         count = hit.sum(dim=dims, keepdim=True)
         return _unreduce(grad, x.shape, dims, keepdim) * hit / count, None, None, None

@@ -156,16 +156,25 @@ def as_strided(t, size, stride, storage_offset=None):
 
 
 def getitem(t, index):
-    """Basic indexing (ints, slices with steps, None, ...) returns a view."""
+    """Basic indexing (ints, slices with steps, None, ...) returns a view; tensors, lists and bools among the
+    indices go to ``ops.indexing`` (advanced indexing copies, as in numpy and PyTorch)."""
     resolved = V.basic_index(t, index)
     if resolved is None:
-        raise NotImplementedError("advanced indexing (tensors, lists, booleans as indices) is not implemented yet")
+        from .indexing import getitem as advanced
+
+        return advanced(t, index)
     return t._view(*resolved)
 
 
 def setitem(t, index, value):
-    """``t[index] = value``: a number fills, a tensor (any device, broadcastable) is copied in."""
-    target = getitem(t, index)
+    """``t[index] = value``: a number fills, a tensor (any device, broadcastable) is copied in; tensors,
+    lists and bools among the indices go to ``ops.indexing``."""
+    resolved = V.basic_index(t, index)
+    if resolved is None:
+        from .indexing import setitem as advanced
+
+        return advanced(t, index, value)
+    target = t._view(*resolved)
     if hasattr(value, "_storage"):
         if value.dim() == 0 and value.device.type == "cpu" and not value.requires_grad:
             target.fill_(value.item())

@@ -8,9 +8,13 @@ from ...device import device
 from ...storage import Storage
 from ..ewtable import OPS
 from . import programs, runtime
+from .conv import CLConv
+from .index import CLIndex
 from .matmul import CLMatmul
+from .nn import CLNN
 from .random import CLRandom
 from .reduce import CLReduce
+from .scan import CLScan
 
 INT32_MAX = 2**31 - 1
 # numpy types of kernel scalar arguments, by the C type the kernel declares. Kernels are cached on their
@@ -58,7 +62,7 @@ def launch_size(dev: runtime.CLDevice, n: int, local: int = 256):
     return (-(-n // local) * local,), (local,)
 
 
-class OpenCLBackend(CLReduce, CLMatmul, CLRandom):
+class OpenCLBackend(CLReduce, CLMatmul, CLRandom, CLIndex, CLScan, CLConv, CLNN):
     name = "opencl"
 
     @staticmethod

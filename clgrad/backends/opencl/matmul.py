@@ -44,15 +44,22 @@ class Tiling(NamedTuple):
 # loop is 16 independent SIMD FMAs; a deep tk means few barriers, which PoCL pays for by spilling the
 # accumulators. Measured on PoCL 3.1 (AVX-512, 2 cores), 1024^2 float32: ~220 GFLOP/s (OpenBLAS ~230),
 # against ~160 for 8 x 1 vectors with tk 32 and ~19 for the GPU tiling.
+# The skinny tilings (one output row per work-group) serve products with at most SKINNY_M rows, such as a
+# vector times a matrix, where a 64-row tile would compute mostly padding.
 TILINGS = {
     "gpu": (Tiling(64, 64, 16, 4, 4, 1), Tiling(32, 32, 16, 2, 2, 1), Tiling(8, 8, 8, 1, 1, 1)),
     "cpu": (Tiling(64, 64, 64, 8, 2, 16), Tiling(32, 32, 16, 4, 1, 16), Tiling(8, 8, 8, 1, 1, 1)),
+    "gpu_skinny": (Tiling(1, 128, 32, 1, 1, 1), Tiling(1, 32, 16, 1, 1, 1)),
+    "cpu_skinny": (Tiling(1, 256, 128, 1, 2, 16), Tiling(1, 64, 32, 1, 1, 16), Tiling(1, 32, 16, 1, 1, 1)),
 }
+SKINNY_M = 4
 
 
-def tiling(dev, acc: str) -> Tiling:
-    """The tiling used on ``dev`` (CPUs and simulators get the CPU table)."""
-    table = TILINGS["gpu" if dev.rank < 2 else "cpu"]
+def tiling(dev, acc: str, skinny: bool = False, kind: str | None = None) -> Tiling:
+    """The tiling used on ``dev`` from the ``kind`` tables ('gpu' or 'cpu'; by default GPUs and
+    accelerators get 'gpu', CPUs and simulators 'cpu')."""
+    kind = kind or ("gpu" if dev.rank < 2 else "cpu")
+    table = TILINGS[kind + ("_skinny" if skinny else "")]
     for t in table:
         lx, ly, _ = t.local_size
         if lx * ly <= dev.props.max_work_group_size and t.local_bytes(acc) <= dev.props.local_memory:
@@ -84,8 +91,15 @@ class CLMatmul:
         self.check_dtype(dev, dt)
         if dt is D.bool:
             raise NotImplementedError(f"'matmul' is not implemented for dtype bool on device {out.device}")
+        if n == 1 and m > 1:
+            # matrix @ vector: compute out^T = b^T @ a^T (the same memory), so the long dim is the one
+            # work-items run along
+            (a_sb, a_sm, a_sk), (b_sb, b_sk, b_sn) = a._strides, b._strides
+            a_t = b._view((nb, 1, k), (b_sb, b_sn, b_sk))
+            b_t = a._view((nb, k, m), (a_sb, a_sk, a_sm))
+            a, b, out, m, n = a_t, b_t, out._view((nb, 1, m), (m, m, 1)), 1, m
         acc = _ACC.get(dt.ctype, "uint")
-        t = tiling(dev, acc)
+        t = tiling(dev, acc, skinny=m <= SKINNY_M)
         big = max(_reach(a, (0, t.tm, t.tk)), _reach(b, (0, t.tk, t.tn)), _reach(out, (0, t.tm, t.tn))) > INT32_MAX
         idx_np = np.int64 if big else np.int32
         a_sb, a_sm, a_sk = a._strides

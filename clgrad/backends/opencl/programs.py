@@ -9,6 +9,7 @@ from __future__ import annotations
 import hashlib
 import os
 import tempfile
+import warnings
 from pathlib import Path
 
 from mako.lookup import TemplateLookup
@@ -78,7 +79,10 @@ def _build(dev: runtime.CLDevice, source: str, name: str):
         except Exception:  # a stale or foreign binary: rebuild from source and overwrite it
             pass
     try:
-        program = cl.Program(dev.context, source).build(BUILD_OPTIONS)
+        with warnings.catch_warnings():
+            # compiler remarks (e.g. PoCL's about constant operands in generated code) are not user-facing
+            warnings.simplefilter("ignore", cl.CompilerWarning)
+            program = cl.Program(dev.context, source).build(BUILD_OPTIONS)
     except cl.RuntimeError as exc:
         raise RuntimeError(
             f"clgrad internal error: building kernel {name} failed on {dev.describe()}:\n{exc}\n--- source ---\n{source}"

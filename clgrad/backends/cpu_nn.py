@@ -1,0 +1,87 @@
+"""cpu implementation of the ``nn`` primitives (a mixin of CPUBackend): the numpy reference for
+``backends/opencl/nn.py`` (same arguments, same results up to rounding)."""
+from __future__ import annotations
+
+import numpy as np
+
+from .. import dtypes as D
+
+
+def _acc_np(dt: D.dtype) -> np.dtype:
+    return np.dtype(np.float32) if dt is D.float16 else dt.np
+
+
+class CPUNN:
+    def softmax(self, mode: str, out, inputs, dim: int) -> None:
+        """Row-wise ``mode`` along ``dim`` (see CLNN.softmax)."""
+        from .cpu import cast, view_of  # cpu.py imports this module
+
+        if out.numel() == 0:
+            return
+        acc = _acc_np(out.dtype)
+        a = [view_of(t).astype(acc) for t in inputs]
+        with np.errstate(all="ignore"):
+            if mode in ("softmax", "log_softmax"):
+                # torch subtracts the (NaN-propagating) max first: an inf max makes the row NaN
+                shifted = a[0] - np.max(a[0], axis=dim, keepdims=True)
+                total = np.sum(np.exp(shifted), axis=dim, keepdims=True)
+                res = np.exp(shifted) / total if mode == "softmax" else shifted - np.log(total)
+            elif mode == "softmax_backward":
+                g, y = a
+                res = y * (g - np.sum(g * y, axis=dim, keepdims=True))
+            else:
+                g, y = a
+                res = g - np.exp(y) * np.sum(g, axis=dim, keepdims=True)
+        np.copyto(view_of(out), cast(res, out.dtype), casting="unsafe")
+
+    def nll(self, loss, wt, x, target, weight, ignore_index: int) -> bool:
+        """Per-sample nll pieces (see CLNN.nll); False if a target is out of range."""
+        from .cpu import cast, view_of
+
+        if loss.numel() == 0:
+            return True
+        acc = _acc_np(x.dtype)
+        xs = np.moveaxis(view_of(x), 1, -1).astype(acc)  # [N, d..., C]
+        t = view_of(target).astype(np.int64)
+        C = x.shape[1]
+        keep = t != ignore_index
+        if ((t[keep] < 0) | (t[keep] >= C)).any():
+            return False
+        safe = np.where(keep, t, 0)
+        w = np.ones(C, acc) if weight is None else view_of(weight).astype(acc)
+        wv = np.where(keep, w[safe] if C else 0, 0).astype(acc)
+        picked = np.take_along_axis(xs, safe[..., None], -1)[..., 0] if C else np.zeros(t.shape, acc)
+        with np.errstate(all="ignore"):
+            np.copyto(view_of(loss), cast(np.where(keep, -wv * picked, 0), loss.dtype), casting="unsafe")
+        np.copyto(view_of(wt), cast(wv, wt.dtype), casting="unsafe")
+        return True
+
+    def embedding(self, out, weight, idx) -> bool:
+        """``out[n] = weight[idx[n]]`` (see CLNN.embedding); False if an index is out of range."""
+        from .cpu import view_of
+
+        i = view_of(idx).astype(np.int64)
+        if ((i < 0) | (i >= weight.shape[0])).any():
+            return False
+        np.copyto(view_of(out), view_of(weight)[i])
+        return True
+
+    def embedding_backward(self, acc, grad, idx, padding_idx: int) -> None:
+        """``acc[idx[n]] += grad[n]`` except at ``padding_idx`` (see CLNN.embedding_backward)."""
+        from .cpu import view_of
+
+        i = view_of(idx).astype(np.int64)
+        keep = (i != padding_idx) & (i >= 0) & (i < acc.shape[0])
+        np.add.at(view_of(acc), i[keep], view_of(grad)[keep].astype(acc.dtype.np))
+
+    def moments(self, mean, var, x, dims) -> None:
+        """Mean and biased variance over ``dims`` (see CLNN.moments), two-pass in the accumulation dtype."""
+        from .cpu import view_of
+
+        if mean.numel() == 0:
+            return
+        a = view_of(x).astype(mean.dtype.np)
+        with np.errstate(all="ignore"):
+            mu = np.mean(a, axis=tuple(dims), keepdims=True)
+            np.copyto(view_of(mean), mu)
+            np.copyto(view_of(var), np.mean(np.square(a - mu), axis=tuple(dims), keepdims=True))

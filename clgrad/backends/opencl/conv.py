@@ -1,0 +1,191 @@
+"""OpenCL implementation of the ``conv`` primitives (a mixin of OpenCLBackend): im2col/col2im from
+``kernels/conv.cl.mako``, pooling and interpolation from ``kernels/pool.cl.mako``.
+
+Same contract as ``cpu_conv.CPUConv``: 4-D [N, C, H, W] operands, inputs of any strides, outputs fresh and
+contiguous. Kernels take the geometry as run-time scalars, so one build per (kind, dtype) serves every shape.
+Backward kernels accumulate in float (double for float64); a float16 gradient goes through a float32 temporary.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ... import dtypes as D
+from . import programs
+
+INT32_MAX = 2**31 - 1
+_BITS = {2: "ushort", 4: "uint", 8: "ulong"}  # im2col moves bits: no conversion, no fp64 needed
+_TABLES: dict = {}  # (device index, row table key, column table key, acc) -> (int table, weight table)
+_MAX_TABLES = 64
+
+
+def _acc(dt: D.dtype) -> D.dtype:
+    return D.float64 if dt is D.float64 else D.float32
+
+
+def _strided(t) -> list:
+    return [t._offset, *t._strides]
+
+
+def _data(t):
+    return t._storage.data
+
+
+class CLConv:
+    def _conv_launch(self, dev, template: str, kind: str, dt: D.dtype, rows: int, args: list, reach: int,
+                **params) -> None:
+        """Run kernel ``kind`` of ``template`` with one work-item per row. ``args`` holds buffers, ints of the
+        index type, and np.int32 flags; ``reach`` bounds every element index the kernel forms."""
+        from .backend import launch_size
+
+        if rows == 0:
+            return
+        self.check_dtype(dev, dt)
+        big = max(reach, rows) > INT32_MAX
+        idx_np = np.int64 if big else np.int32
+        arg_dtypes, values = [], []
+        for a in args:
+            if isinstance(a, np.int32):
+                arg_dtypes.append(np.int32)
+            elif isinstance(a, (int, np.integer)):
+                arg_dtypes.append(idx_np)
+            else:
+                arg_dtypes.append(None)
+            values.append(a)
+        ctype = params.pop("ctype", dt.ctype)
+        acc = _acc(dt)
+        params = dict(kind=kind, ctype=ctype, acc=acc.ctype, fp64=acc is D.float64, idx_t="long" if big else "int",
+                      linear=params.get("linear", False))
+        suffix = "_bilinear" if params["linear"] else ""
+        kernel = programs.get_kernel(dev, template, f"{kind}{suffix}_{ctype}", tuple(arg_dtypes), params)
+        gsize, lsize = launch_size(dev, rows)
+        kernel(dev.queue, gsize, lsize, *values)
+
+    def _conv_acc(self, out):
+        """Where a backward kernel writes: ``out`` itself, or a float32 temporary for a float16 ``out``."""
+        from ...tensor import Tensor
+
+        if out.dtype is D.float16:
+            return Tensor._empty(out.shape, D.float32, out.device)
+        return out
+
+    def _conv_finish(self, out, acc) -> None:
+        if acc is not out:
+            from ...ops.pointwise import cast_into
+
+            cast_into(out, acc)
+
+    def im2col(self, cols, x, win) -> None:
+        n, c, h, w = x.shape
+        rows = n * c * win.kh * win.kw * win.oh
+        args = [_data(cols), _data(x), *_strided(x), c, h, w, win.oh, win.ow, *win[:8], rows]
+        self._conv_launch(self.dev(cols), "conv", "im2col", x.dtype, rows, args, max(cols.numel(), x._storage.size),
+                     ctype=_BITS[x.dtype.itemsize])
+
+    def col2im(self, out, cols, win) -> None:
+        n, c, h, w = out.shape
+        acc = self._conv_acc(out)
+        rows = n * c * h
+        args = [_data(acc), _data(cols), cols._offset, h, w, win.oh, win.ow, *win[:8], rows]
+        self._conv_launch(self.dev(out), "conv", "col2im", cols.dtype, rows, args, max(out.numel(), cols._storage.size))
+        self._conv_finish(out, acc)
+
+    def max_pool2d(self, out, indices, x, win) -> None:
+        n, c, h, w = x.shape
+        rows = n * c * win.oh
+        args = [_data(out), _data(indices), _data(x), *_strided(x), c, h, w, win.oh, win.ow, *win[:8], rows]
+        self._conv_launch(self.dev(out), "pool", "max_pool", x.dtype, rows, args, max(out.numel(), x._storage.size))
+
+    def max_pool2d_backward(self, grad_in, grad_out, indices, win) -> None:
+        n, c, h, w = grad_in.shape
+        acc = self._conv_acc(grad_in)
+        rows = n * c * h
+        args = [_data(acc), _data(grad_out), *_strided(grad_out), _data(indices), indices._offset,
+                c, h, w, win.oh, win.ow, win.kh, win.sh, win.ph, win.dh, rows]
+        self._conv_launch(self.dev(grad_in), "pool", "max_pool_bwd", grad_out.dtype, rows, args,
+                     max(grad_in.numel(), grad_out._storage.size, indices._storage.size))
+        self._conv_finish(grad_in, acc)
+
+    def pool_gather(self, out, src, indices) -> None:
+        """``src`` must be contiguous (this only serves max-pool's double backward)."""
+        n, c, oh, ow = out.shape
+        rows = n * c * oh
+        args = [_data(out), _data(src), src._offset, _data(indices), indices._offset,
+                src.shape[2] * src.shape[3], oh, ow, rows]
+        self._conv_launch(self.dev(out), "pool", "gather", src.dtype, rows, args,
+                     max(out.numel(), src._storage.size, indices._storage.size))
+
+    def avg_pool2d(self, out, x, win, include_pad: bool, divisor: int | None) -> None:
+        n, c, h, w = x.shape
+        rows = n * c * win.oh
+        args = [_data(out), _data(x), *_strided(x), c, h, w, win.oh, win.ow, *win[:6],
+                np.int32(include_pad), np.int32(divisor or 0), rows]
+        self._conv_launch(self.dev(out), "pool", "avg_pool", x.dtype, rows, args, max(out.numel(), x._storage.size))
+
+    def avg_pool2d_backward(self, grad_in, grad_out, win, include_pad: bool, divisor: int | None) -> None:
+        n, c, h, w = grad_in.shape
+        acc = self._conv_acc(grad_in)
+        rows = n * c * h
+        args = [_data(acc), _data(grad_out), *_strided(grad_out), c, h, w, win.oh, win.ow, *win[:6],
+                np.int32(include_pad), np.int32(divisor or 0), rows]
+        self._conv_launch(self.dev(grad_in), "pool", "avg_pool_bwd", grad_out.dtype, rows, args,
+                     max(grad_in.numel(), grad_out._storage.size))
+        self._conv_finish(grad_in, acc)
+
+    def adaptive_avg_pool2d(self, out, x) -> None:
+        n, c, h, w = x.shape
+        oh, ow = out.shape[2:]
+        rows = n * c * oh
+        args = [_data(out), _data(x), *_strided(x), c, h, w, oh, ow, rows]
+        # window bounds multiply an output index by an input size
+        reach = max(out.numel(), x._storage.size, (oh + 1) * h, (ow + 1) * w)
+        self._conv_launch(self.dev(out), "pool", "adaptive", x.dtype, rows, args, reach)
+
+    def adaptive_avg_pool2d_backward(self, grad_in, grad_out) -> None:
+        n, c, h, w = grad_in.shape
+        oh, ow = grad_out.shape[2:]
+        acc = self._conv_acc(grad_in)
+        rows = n * c * h
+        args = [_data(acc), _data(grad_out), *_strided(grad_out), c, h, w, oh, ow, rows]
+        reach = max(grad_in.numel(), grad_out._storage.size, (oh + 1) * h, (ow + 1) * w, (h + 1) * oh)
+        self._conv_launch(self.dev(grad_in), "pool", "adaptive_bwd", grad_out.dtype, rows, args, reach)
+        self._conv_finish(grad_in, acc)
+
+    def _conv_tables(self, device, th, tw, dt: D.dtype):
+        """The device copies of two axes' interpolation tables, built once per device and geometry."""
+        from ...tensor import Tensor
+
+        acc = _acc(dt)
+        key = (str(device), th.key, tw.key, acc.name)
+        found = _TABLES.get(key)
+        if found is None:
+            if len(_TABLES) >= _MAX_TABLES:
+                _TABLES.clear()
+            ints = np.concatenate([th.i0, th.i1, tw.i0, tw.i1, th.r0, th.r1]).astype(np.int32)
+            weights = np.concatenate([th.l0, th.l1, tw.l0, tw.l1]).astype(acc.np)
+            found = []
+            for host, d in ((ints, D.int32), (weights, acc)):
+                t = Tensor._empty(host.shape, d, device)
+                self.write(t._storage, host)
+                found.append(t)
+            _TABLES[key] = found = tuple(found)
+        return found
+
+    def upsample2d(self, out, x, th, tw) -> None:
+        n, c, h, w = x.shape
+        oh, ow = out.shape[2:]
+        ti, tl = self._conv_tables(out.device, th, tw, x.dtype)
+        rows = n * c * oh
+        args = [_data(out), _data(x), *_strided(x), _data(ti), _data(tl), c, h, w, oh, ow, rows]
+        self._conv_launch(self.dev(out), "pool", "upsample", x.dtype, rows, args, max(out.numel(), x._storage.size),
+                     linear=th.linear)
+
+    def upsample2d_backward(self, grad_in, grad_out, th, tw) -> None:
+        n, c, h, w = grad_in.shape
+        oh, ow = grad_out.shape[2:]
+        acc = self._conv_acc(grad_in)
+        ti, tl = self._conv_tables(grad_in.device, th, tw, grad_out.dtype)
+        rows = n * c * h
+        args = [_data(acc), _data(grad_out), *_strided(grad_out), _data(ti), _data(tl), c, h, w, oh, ow, rows]
+        self._conv_launch(self.dev(grad_in), "pool", "upsample_bwd", grad_out.dtype, rows, args,
+                     max(grad_in.numel(), grad_out._storage.size), linear=th.linear)
+        self._conv_finish(grad_in, acc)

@@ -1,0 +1,257 @@
+"""OpenCL implementation of the ``nn`` primitives (a mixin of OpenCLBackend): row-wise softmax and its
+backward, nll_loss's per-sample pieces, embedding gather / accumulate, and normalization moments.
+
+Launchers read operands in place through strides (any layout) and only enqueue kernels, except the two
+with a device-side bounds check (``nll``, ``embedding``): they read back one int flag, the only wait.
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from ... import dtypes as D
+from . import programs
+
+INT32_MAX = 2**31 - 1
+WG = 256  # most work-items of a per-row work-group; a power of two for the trees
+SERIAL_K = 32  # rows this short get one work-item each
+
+
+def _pow2(n: int) -> int:
+    return 1 << max(n - 1, 0).bit_length()
+
+
+def _idx(big: bool):
+    return (np.int64, "long") if big else (np.int32, "int")
+
+
+def acc_of(dt: D.dtype) -> D.dtype:
+    """The dtype row statistics accumulate in: float32 for float16, else the dtype itself."""
+    return D.float32 if dt is D.float16 else dt
+
+
+def rows_plan(dev, R: int, K: int, row_contig: bool) -> int:
+    """Work-items per row: 1 (a loop per work-item) or a power of two (a work-group per row).
+
+    Short rows get one work-item each, and so does everything on a CPU device once there are enough rows
+    for every core (a loop beats a tree there). On a GPU, many rows along a non-last dim are read
+    coalesced by one work-item per row (neighbouring work-items read neighbouring addresses).
+    """
+    if K <= SERIAL_K:
+        return 1
+    target = 4 * dev.props.compute_units
+    if dev.rank >= 2 and R >= target:
+        return 1
+    if not row_contig and R >= 64 * target:
+        return 1
+    wg = min(WG, 1 << (dev.props.max_work_group_size.bit_length() - 1))
+    return min(wg, _pow2(K))
+
+
+class _Args:
+    """Kernel arguments and their pyopencl scalar types, built side by side."""
+
+    def __init__(self, idx_np):
+        self.values, self.types, self.idx_np = [], [], idx_np
+
+    def buf(self, *bufs):
+        self.values += bufs
+        self.types += [None] * len(bufs)
+
+    def idx(self, *ints):
+        self.values += ints
+        self.types += [self.idx_np] * len(ints)
+
+    def scalar(self, np_type, *values):
+        self.values += values
+        self.types += [np_type] * len(values)
+
+
+class CLNN:
+    def _new_flag(self, dev, device):
+        import pyopencl as cl
+
+        flag = self.empty(device, D.int32, 1)
+        cl.enqueue_fill_buffer(dev.queue, flag.data, np.int32(0), 0, 4)
+        return flag
+
+    @staticmethod
+    def _flag_clear(dev, flag) -> bool:
+        import pyopencl as cl
+
+        host = np.ones(1, np.int32)
+        cl.enqueue_copy(dev.queue, host, flag.data, is_blocking=True)
+        return not host[0]
+
+    @staticmethod
+    def _run(dev, template, name, args: _Args, params, n: int, local: int = 1) -> None:
+        """Launch one work-item per ``n`` (local == 1) or one work-group of ``local`` per ``n``."""
+        from .backend import launch_size  # backend.py imports this module
+
+        kernel = programs.get_kernel(dev, template, name, tuple(args.types), params)
+        if local > 1:
+            kernel(dev.queue, (n * local,), (local,), *args.values)
+        else:
+            gsize, lsize = launch_size(dev, n, 64)
+            kernel(dev.queue, gsize, lsize, *args.values)
+
+    def softmax(self, mode: str, out, inputs, dim: int) -> None:
+        """Row-wise ``mode`` along ``dim``: 'softmax' / 'log_softmax' of inputs=(x,), or
+        'softmax_backward' / 'log_softmax_backward' of inputs=(grad, output). ``out`` has the inputs'
+        shape; its dtype sets the computation's (float32 for float16)."""
+        import pyopencl as cl
+
+        from .backend import coalesce  # backend.py imports this module
+
+        if out.numel() == 0:
+            return
+        dev = self.dev(out)
+        acc = acc_of(out.dtype)
+        self.check_dtype(dev, acc)
+        K = out.shape[dim]
+        R = out.numel() // K
+        ops = (*inputs, out)
+        others = [d for d in range(out.dim()) if d != dim]
+        shape, strides = coalesce([out.shape[d] for d in others], [[t._strides[d] for d in others] for t in ops])
+        big = max([out.numel()] + [t._storage.size for t in ops]) > INT32_MAX
+        idx_np, idx_t = _idx(big)
+        L = rows_plan(dev, R, K, all(t._strides[dim] == 1 for t in ops))
+        names = ("x",) if len(inputs) == 1 else ("g", "y")
+        params = dict(
+            mode=mode, ins=tuple((n, t.dtype.ctype) for n, t in zip(names, inputs)), out_ctype=out.dtype.ctype,
+            acc=acc.ctype, nd=len(shape), group=L > 1, idx_t=idx_t,
+            fp64=any(t.dtype is D.float64 for t in ops) or acc is D.float64,
+        )
+        args = _Args(idx_np)
+        for t in ops:
+            args.buf(t._storage.data)
+            args.idx(t._offset, t._strides[dim])
+        for d, n in enumerate(shape):
+            args.idx(n, *(st[d] for st in strides))
+        args.idx(R, K)
+        if L > 1:
+            args.buf(cl.LocalMemory(acc.itemsize * L), cl.LocalMemory(acc.itemsize * L))
+        self._run(dev, "softmax", f"{mode}_{out.dtype.ctype}", args, params, R, L)
+
+    def nll(self, loss, wt, x, target, weight, ignore_index: int) -> bool:
+        """Per-sample nll pieces: ``loss[s] = -w[t] * x[s, t]``, ``wt[s] = w[t]`` (0 where t == ignore_index),
+        for x [N, C, d...], target [N, d...], loss and wt contiguous like target. False if some target
+        (other than ignore_index) is outside [0, C)."""
+        from .backend import coalesce
+
+        S = loss.numel()
+        if S == 0:
+            return True
+        dev = self.dev(loss)
+        acc = acc_of(x.dtype)
+        self.check_dtype(dev, acc)
+        xs = [x._strides[0]] + list(x._strides[2:])
+        shape, (xst, tst) = coalesce(list(target.shape), [xs, list(target._strides)])
+        big = max(S, x._storage.size, target._storage.size) > INT32_MAX
+        idx_np, idx_t = _idx(big)
+        params = dict(in_ctype=x.dtype.ctype, t_ctype=target.dtype.ctype, out_ctype=loss.dtype.ctype,
+                      acc=acc.ctype, weighted=weight is not None, nd=len(shape), idx_t=idx_t,
+                      fp64=acc is D.float64)
+        flag = self._new_flag(dev, loss.device)
+        args = _Args(idx_np)
+        args.buf(x._storage.data)
+        args.idx(x._offset, x._strides[1])
+        args.buf(target._storage.data)
+        args.idx(target._offset)
+        if weight is not None:
+            args.buf(weight._storage.data)
+            args.idx(weight._offset, weight._strides[0])
+        for d, n in enumerate(shape):
+            args.idx(n, xst[d], tst[d])
+        args.buf(loss._storage.data, wt._storage.data)
+        args.scalar(np.int64, ignore_index, x.shape[1])
+        args.idx(S)
+        args.buf(flag.data)
+        self._run(dev, "nll", f"nll_{x.dtype.ctype}", args, params, S)
+        return self._flag_clear(dev, flag)
+
+    def embedding(self, out, weight, idx) -> bool:
+        """``out[n, :] = weight[idx[n], :]`` for contiguous 1-D ``idx`` and contiguous ``out`` [N, D].
+        False if some index is outside [0, V) (those rows are written as 0)."""
+        N, Dm = out.shape
+        if N * Dm == 0:
+            return True
+        dev = self.dev(out)
+        self.check_dtype(dev, weight.dtype)
+        big = max(N * Dm, weight._storage.size, idx._storage.size) > INT32_MAX
+        idx_np, idx_t = _idx(big)
+        params = dict(kind="gather", idx_ctype=idx.dtype.ctype, val_ctype=weight.dtype.ctype,
+                      acc=acc_of(weight.dtype).ctype, idx_t=idx_t, fp64=weight.dtype is D.float64)
+        flag = self._new_flag(dev, out.device)
+        args = _Args(idx_np)
+        args.buf(idx._storage.data)
+        args.idx(idx._offset)
+        args.buf(weight._storage.data)
+        args.idx(weight._offset, *weight._strides)
+        args.buf(out._storage.data)
+        args.idx(N, Dm)
+        args.scalar(np.int64, weight.shape[0])
+        args.buf(flag.data)
+        self._run(dev, "embedding", f"embedding_{weight.dtype.ctype}", args, params, N * Dm)
+        return self._flag_clear(dev, flag)
+
+    def embedding_backward(self, acc, grad, idx, padding_idx: int) -> None:
+        """``acc[idx[n], :] += grad[n, :]`` for every n with ``idx[n] != padding_idx`` (-1: none), duplicates
+        included; ``acc`` [V, D] is contiguous, zero-filled, float32 for a float16 ``grad``."""
+        N, Dm = grad.shape
+        if N * Dm == 0:
+            return
+        dev = self.dev(acc)
+        self.check_dtype(dev, acc.dtype)
+        if acc.dtype is D.float64 and "cl_khr_int64_base_atomics" not in dev.cl_device.extensions:
+            raise NotImplementedError(
+                f"embedding backward in float64 needs cl_khr_int64_base_atomics, which opencl:{dev.index} "
+                f"({dev.props.name}) lacks. Use float32."
+            )
+        big = max(N * Dm, acc._storage.size, grad._storage.size, idx._storage.size) > INT32_MAX
+        idx_np, idx_t = _idx(big)
+        params = dict(kind="accumulate", idx_ctype=idx.dtype.ctype, val_ctype=grad.dtype.ctype, acc=acc.dtype.ctype,
+                      idx_t=idx_t, fp64=D.float64 in (acc.dtype, grad.dtype))
+        args = _Args(idx_np)
+        args.buf(idx._storage.data)
+        args.idx(idx._offset)
+        args.buf(grad._storage.data)
+        args.idx(grad._offset, *grad._strides)
+        args.buf(acc._storage.data)
+        args.idx(N, Dm)
+        args.scalar(np.int64, acc.shape[0], padding_idx)
+        self._run(dev, "embedding", f"embedding_backward_{grad.dtype.ctype}", args, params, N * Dm)
+
+    def moments(self, mean, var, x, dims) -> None:
+        """Mean and biased variance of ``x`` over ``dims`` into contiguous ``mean`` / ``var`` (x's shape with
+        1 on ``dims``; float32 for float16 ``x``)."""
+        import pyopencl as cl
+
+        from .backend import coalesce
+
+        M = mean.numel()
+        if M == 0:
+            return
+        dev = self.dev(mean)
+        acc = mean.dtype
+        self.check_dtype(dev, acc)
+        K = math.prod(x.shape[d] for d in dims)
+        outer = [d for d in range(x.dim()) if d not in dims]
+        oshape, (ostr,) = coalesce([x.shape[d] for d in outer], [[x._strides[d] for d in outer]])
+        ishape, (istr,) = coalesce([x.shape[d] for d in dims], [[x._strides[d] for d in dims]])
+        big = max(x._storage.size, M * K) > INT32_MAX
+        idx_np, idx_t = _idx(big)
+        L = rows_plan(dev, M, K, istr[-1] == 1)
+        params = dict(in_ctype=x.dtype.ctype, acc=acc.ctype, outer_nd=len(oshape), inner_nd=len(ishape),
+                      group=L > 1, idx_t=idx_t, fp64=acc is D.float64)
+        args = _Args(idx_np)
+        args.buf(x._storage.data)
+        args.idx(x._offset)
+        for n, s in list(zip(oshape, ostr)) + list(zip(ishape, istr)):
+            args.idx(n, s)
+        args.idx(M, K)
+        args.buf(mean._storage.data, var._storage.data)
+        if L > 1:
+            args.buf(*(cl.LocalMemory(acc.itemsize * L) for _ in range(3)))
+        self._run(dev, "norm", f"moments_{x.dtype.ctype}", args, params, M, L)

@@ -1,0 +1,317 @@
+"""OpenCL implementation of the ``scan`` primitives (a mixin of OpenCLBackend): scans (cumsum/cumprod),
+the stable row sort, and the gather / scatter / bin-count helpers of sort-based ops.
+
+Every launcher views its tensor as ``rows`` rows of ``n`` elements along one dim. The other dims are
+coalesced jointly for the input and the output (``coalesce``), so any layout is read and written in place
+through strides; kernels come from ``kernels/scan.cl.mako`` and ``kernels/sort.cl.mako``.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from ... import dtypes as D
+from . import programs
+
+INT32_MAX = 2**31 - 1
+WG = 256  # work-items per group of the block scan and the local sort
+PER = 8  # elements each work-item scans serially in the block scan (a chunk is WG * PER)
+SERIAL_SCAN = 64  # rows at most this long get a work-item each; so does any row when rows fill a CPU device
+SERIAL_SORT = 16  # rows at most this long are insertion-sorted by one work-item
+MAX_CHUNK = 2048  # elements one work-group sorts in __local memory (bounded by the device's local memory too)
+
+
+@dataclass
+class Rows:
+    """A tensor seen as rows along ``dim``: buffer, offset, step along the row, and per outer dim its stride."""
+
+    buf: object
+    off: int
+    step: int
+    ostr: list
+
+
+def _pow2(n: int) -> int:
+    return 1 << max(n - 1, 0).bit_length()
+
+
+def _outer(t, dim: int) -> tuple[list, list]:
+    dims = [d for d in range(t.dim()) if d != dim]
+    return [t.shape[d] for d in dims], [t._strides[d] for d in dims]
+
+
+def _layout(src, out, dim: int):
+    """(rows, n, outer shape, src Rows, out Rows) with the outer dims of both tensors coalesced together."""
+    from .backend import coalesce  # backend.py imports this module
+
+    shape, src_str = _outer(src, dim)
+    _, out_str = _outer(out, dim)
+    oshape, (s_str, o_str) = coalesce(shape, [src_str, out_str])
+    n = src.shape[dim] if src.dim() else 1
+    step_s = src._strides[dim] if src.dim() else 1
+    step_o = out._strides[dim] if out.dim() else 1
+    return (math.prod(shape), n, oshape, Rows(src._storage.data, src._offset, step_s, s_str),
+            Rows(out._storage.data, out._offset, step_o, o_str))
+
+
+def _big(*tensors, extra: int = 0) -> bool:
+    return max([t._storage.size for t in tensors] + [extra]) > INT32_MAX
+
+
+def _outer_values(oshape, *strides) -> list:
+    vals = []
+    for d, size in enumerate(oshape):
+        vals.append(size)
+        vals += [s[d] for s in strides]
+    return vals
+
+
+def _local_size(dev, n: int) -> int:
+    return min(WG, _pow2(n), 1 << (dev.props.max_work_group_size.bit_length() - 1))
+
+
+def _fp64(*dts) -> bool:
+    return any(d is D.float64 for d in dts)
+
+
+class CLScan:
+    # ---- scans ------------------------------------------------------------------------------------
+    def scan(self, op: str, src, dim: int, out, reverse: bool = False) -> None:
+        """Inclusive scan of ``src`` along ``dim`` into ``out`` (same shape); see CPUScan.scan."""
+        from ..cpu_reduce import acc_dtype
+
+        if out.numel() == 0:
+            return
+        dev = self.dev(out)
+        acc = acc_dtype(op, src.dtype, out.dtype)
+        self.check_dtype(dev, acc)
+        rows, n, oshape, s, o = _layout(src, out, dim)
+        if reverse:  # walk each row from its last element
+            s.off, s.step = s.off + (n - 1) * s.step, -s.step
+            o.off, o.step = o.off + (n - 1) * o.step, -o.step
+        job = dict(dev=dev, op=op, acc=acc, big=_big(src, out, extra=2 * rows * n), fp64=_fp64(src.dtype, out.dtype))
+        self._scan(job, src.dtype.ctype, s, out.dtype.ctype, o, oshape, rows, n)
+
+    def _scan(self, job, in_ctype, s: Rows, out_ctype, o: Rows, oshape, rows, n) -> None:
+        dev = job["dev"]
+        if n <= SERIAL_SCAN or (dev.rank == 2 and rows >= 4 * dev.props.compute_units):
+            self._scan_launch(job, "serial", in_ctype, s, out_ctype, o, oshape, rows, n, (rows,), None)
+            return
+        wg = _local_size(dev, -(-n // PER))
+        chunks = -(-n // (wg * PER))
+        if chunks == 1:
+            self._scan_launch(job, "block", in_ctype, s, out_ctype, o, oshape, rows, n, (wg, rows), (wg, 1))
+            return
+        # several chunks per row: chunk scans to scratch, a scan of the chunk totals, then the carry pass
+        acc = job["acc"]
+        scratch = self._tmp(dev, acc, rows * n)
+        part = self._tmp(dev, acc, rows * chunks)
+        carry = self._tmp(dev, acc, rows * chunks)
+        self._scan_launch(job, "block", in_ctype, s, out_ctype, o, oshape, rows, n, (wg * chunks, rows), (wg, 1),
+                          scratch=(scratch.data, part.data))
+        totals = Rows(part.data, 0, 1, [chunks])
+        self._scan(job, acc.ctype, totals, acc.ctype, Rows(carry.data, 0, 1, [chunks]), [rows], rows, chunks)
+        gsize, lsize = self._grid2(dev, n, rows)
+        self._scan_launch(job, "carry", acc.ctype, s, out_ctype, o, oshape, rows, n, gsize, lsize,
+                          scratch=(scratch.data, carry.data), chunk=(wg * PER, chunks))
+
+    def _tmp(self, dev, dt: D.dtype, size: int):
+        from ...device import device
+
+        return self.empty(device("opencl", dev.index), dt, size)
+
+    @staticmethod
+    def _grid2(dev, n: int, rows: int):
+        if dev.rank == 2:
+            return (n, rows), None
+        return (-(-n // WG) * WG, rows), (WG, 1)
+
+    def _scan_launch(self, job, kind, in_ctype, s: Rows, out_ctype, o: Rows, oshape, rows, n, gsize, lsize,
+                     scratch=None, chunk=None) -> None:
+        import pyopencl as cl
+
+        idx_np = np.int64 if job["big"] else np.int32
+        acc = job["acc"]
+        to_scratch = kind == "block" and scratch is not None
+        params = dict(kind=kind, op=job["op"], acc=acc.ctype, in_ctype=in_ctype, out_ctype=out_ctype,
+                      to_scratch=to_scratch, outer_nd=len(oshape), idx_t="long" if job["big"] else "int",
+                      per=PER, fp64=job["fp64"] or acc is D.float64)
+        if kind == "carry":
+            head, args = [None, None, idx_np, idx_np], [scratch[0], scratch[1], *chunk]
+        else:
+            head, args = [None, idx_np, idx_np], [s.buf, s.off, s.step]
+        if to_scratch:
+            head, args = head + [None, None], args + list(scratch)
+        else:
+            head, args = head + [None, idx_np, idx_np], args + [o.buf, o.off, o.step]
+        strides = [o.ostr] if kind == "carry" else [s.ostr] if to_scratch else [s.ostr, o.ostr]
+        head += [idx_np] * (len(oshape) * (1 + len(strides))) + [idx_np, idx_np]
+        args += _outer_values(oshape, *strides) + [rows, n]
+        if kind == "block":
+            wg = gsize[0] if lsize is None else lsize[0]
+            head += [None, None]
+            args += [cl.LocalMemory(acc.itemsize * wg * PER), cl.LocalMemory(acc.itemsize * wg)]
+        name = f"scan_{job['op']}_{kind}_{in_ctype}"
+        kernel = programs.get_kernel(job["dev"], "scan", name, tuple(head), params)
+        kernel(job["dev"].queue, gsize, lsize, *args)
+
+    # ---- sort ------------------------------------------------------------------------------------
+    def sort(self, src, dim: int, descending: bool, values, indices) -> None:
+        """Stable sort of ``src`` along ``dim`` into ``values`` and ``indices`` (int64), fresh contiguous tensors
+        of ``src``'s shape (so they share strides); see CPUScan.sort."""
+        if src.numel() == 0:
+            return
+        dev = self.dev(values)
+        self.check_dtype(dev, src.dtype)
+        rows, n, oshape, s, o = _layout(src, values, dim)
+        key = D.float32 if src.dtype is D.float16 else src.dtype
+        big = _big(src, values, indices, extra=2 * rows * n)
+        job = dict(dev=dev, key=key, pos=D.int64 if n > INT32_MAX else D.int32, in_ctype=src.dtype.ctype,
+                   descending=bool(descending), big=big, fp64=src.dtype is D.float64, oshape=oshape, rows=rows, n=n,
+                   final=[values._storage.data, values._offset, indices._storage.data, indices._offset, o.step])
+        if n <= SERIAL_SORT:
+            gsize, lsize = (rows,), None
+            if dev.rank < 2:
+                gsize, lsize = (-(-rows // 64) * 64,), (64,)
+            args = [s.buf, s.off, s.step, *job["final"], *_outer_values(oshape, s.ostr, o.ostr), rows, n]
+            self._sort_launch(job, "serial", args, gsize, lsize, final=True)
+            return
+        room = dev.props.local_memory // (4 * (key.itemsize + job["pos"].itemsize))
+        chunk = min(MAX_CHUNK, _pow2(n), 1 << (room.bit_length() - 1))
+        wg = _local_size(dev, chunk)
+        chunks = -(-n // chunk)
+        local = [cl_local(chunk * key.itemsize), cl_local(chunk * job["pos"].itemsize)] * 2
+        if chunks == 1:
+            args = [s.buf, s.off, s.step, *job["final"], *_outer_values(oshape, s.ostr, o.ostr), rows, n, chunk]
+            self._sort_launch(job, "local", args + local, (wg, rows), (wg, 1), final=True)
+            return
+        # ping-pong scratch of keys and positions; the Storage objects must outlive the launches (freeing one
+        # returns its buffer to the pool, where the next allocation of the same size would find it)
+        held = [self._tmp(dev, dt, rows * n) for dt in (key, job["pos"], key, job["pos"])]
+        a, b = [held[0].data, held[1].data], [held[2].data, held[3].data]
+        args = [s.buf, s.off, s.step, *a, *_outer_values(oshape, s.ostr), rows, n, chunk]
+        self._sort_launch(job, "local", args + local, (wg * chunks, rows), (wg, 1), final=False)
+        gsize, lsize = self._grid2(dev, n, rows)
+        w = chunk
+        while w < n:  # merge runs of width w pairwise until one run spans the row
+            final = 2 * w >= n
+            dest = [*job["final"], *_outer_values(oshape, o.ostr)] if final else b
+            self._sort_launch(job, "merge", [*a, *dest, rows, n, w], gsize, lsize, final=final)
+            a, b = b, a
+            w *= 2
+
+    def _sort_launch(self, job, kind, args, gsize, lsize, final: bool) -> None:
+        idx_np = np.int64 if job["big"] else np.int32
+        # the outer dims matter only where a kernel addresses the input or the final output through strides
+        outer_nd = len(job["oshape"]) if final or kind != "merge" else 0
+        params = _sort_params(kind, job["big"], key_t=job["key"].ctype, pos_t=job["pos"].ctype, in_ctype=job["in_ctype"],
+                              val_ctype=job["in_ctype"], descending=job["descending"], outer_nd=outer_nd, final=final,
+                              fp64=job["fp64"])
+        arg_dtypes = tuple(None if _is_buffer(v) else idx_np for v in args)
+        order = "desc" if job["descending"] else "asc"
+        name = f"sort_{kind}_{order}_{job['in_ctype']}"
+        kernel = programs.get_kernel(job["dev"], "sort", name, arg_dtypes, params)
+        kernel(job["dev"].queue, gsize, lsize, *args)
+
+    # ---- gather / scatter along a dim, bincount ---------------------------------------------------
+    def gather_dim(self, src, dim: int, index, out) -> None:
+        """``out[..., j, ...] = src[..., index[..., j, ...], ...]``; see CPUScan.gather_dim."""
+        if out.numel() == 0:
+            return
+        src, index = src.contiguous(), index.contiguous()
+        n, m, inner = _nmi(src, index, dim)
+        args = [src._storage.data, src._offset, index._storage.data, index._offset, out._storage.data, out._offset,
+                m, n, inner, out.numel()]
+        self._index_launch(out, "gather", args, dict(iota=False, masked=False), src, index)
+
+    def scatter_dim(self, src, dim: int, index, out, mask=None) -> None:
+        """``out[..., index[..., j, ...], ...] = src[..., j, ...]`` (``j`` itself when src is None) where
+        ``mask`` is nonzero; see CPUScan.scatter_dim."""
+        if index.numel() == 0:
+            return
+        index = index.contiguous()
+        n, m, inner = _nmi(out, index, dim)
+        args = []
+        if src is not None:
+            src = src.contiguous()
+            args += [src._storage.data, src._offset]
+        args += [index._storage.data, index._offset]
+        if mask is not None:
+            mask = mask.contiguous()
+            args += [mask._storage.data, mask._offset]
+        args += [out._storage.data, out._offset, m, n, inner, index.numel()]
+        self._index_launch(out, "scatter", args, dict(iota=src is None, masked=mask is not None), out, index)
+
+    def _index_launch(self, out, kind, args, flags, *tensors) -> None:
+        dev = self.dev(out)
+        big = _big(*tensors, out, extra=2 * out._storage.size)
+        idx_np = np.int64 if big else np.int32
+        # a copy moves bits: half travels as ushort, so no value conversion can touch it
+        val = "ushort" if out.dtype is D.float16 else out.dtype.ctype
+        params = _sort_params(kind, big, val_ctype=val, fp64=out.dtype is D.float64, **flags)
+        arg_dtypes = tuple(None if _is_buffer(v) else idx_np for v in args)
+        total = args[-1]
+        name = f"{kind}{'_iota' if flags['iota'] else ''}{'_masked' if flags['masked'] else ''}_{val}"
+        kernel = programs.get_kernel(dev, "sort", name, arg_dtypes, params)
+        from .backend import launch_size
+
+        kernel(dev.queue, *launch_size(dev, total), *args)
+
+    def bincount(self, input, weights, out) -> None:
+        """``out[b]`` = how many entries of the 1-D int ``input`` equal b (or the sum of their ``weights``, given
+        in ``out``'s dtype): a sort, then two binary searches per bin, so the result is deterministic."""
+        from ...tensor import Tensor
+        from .backend import launch_size
+
+        nbins = out.numel()
+        if nbins == 0:
+            return
+        n = input.numel()
+        dev = self.dev(out)
+        srt = Tensor._empty(input.shape, input.dtype, input.device)
+        perm = Tensor._empty(input.shape, D.int64, input.device)
+        self.sort(input, 0, False, srt, perm)
+        args = [srt._storage.data, n]
+        if weights is not None:
+            ws = Tensor._empty(weights.shape, weights.dtype, weights.device)
+            self.gather_dim(weights, 0, perm, ws)
+            args.append(ws._storage.data)
+        args += [out._storage.data, nbins]
+        big = _big(input, out, extra=2 * nbins)
+        idx_np = np.int64 if big else np.int32
+        params = _sort_params("bincount", big, in_ctype=input.dtype.ctype, val_ctype=out.dtype.ctype,
+                              fp64=out.dtype is D.float64, weighted=weights is not None)
+        arg_dtypes = tuple(None if _is_buffer(v) else idx_np for v in args)
+        name = f"bincount_{input.dtype.ctype}_{out.dtype.ctype}"
+        kernel = programs.get_kernel(dev, "sort", name, arg_dtypes, params)
+        kernel(dev.queue, *launch_size(dev, nbins), *args)
+
+
+def _sort_params(kind: str, big: bool, **given) -> dict:
+    """Every variable kernels/sort.cl.mako reads, with neutral values for those ``kind`` ignores."""
+    params = dict(kind=kind, idx_t="long" if big else "int", key_t="int", pos_t="int", in_ctype="int", val_ctype="int",
+                  descending=False, outer_nd=0, final=False, fp64=False, serial_max=SERIAL_SORT, iota=False,
+                  masked=False, weighted=False)
+    params.update(given)
+    return params
+
+
+def _nmi(full, index, dim: int) -> tuple[int, int, int]:
+    """(n, m, inner): the size of ``dim`` in the indexed tensor, in ``index``, and the elements after ``dim``."""
+    if index.dim() == 0:
+        return 1, 1, 1
+    return full.shape[dim], index.shape[dim], math.prod(index.shape[dim + 1:])
+
+
+def _is_buffer(v) -> bool:
+    import pyopencl as cl
+
+    return v is None or isinstance(v, (cl.MemoryObjectHolder, cl.LocalMemory))
+
+
+def cl_local(nbytes: int):
+    import pyopencl as cl
+
+    return cl.LocalMemory(nbytes)

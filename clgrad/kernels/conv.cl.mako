@@ -1,0 +1,82 @@
+## Convolution through matmul: im2col copies each window tap of the input into a column matrix, col2im sums a
+## column matrix back onto the input positions its entries came from (im2col's adjoint: the input gradient of a
+## convolution and the output of a transposed one).
+##
+## Layouts: x / out are [N, C, H, W]; cols is contiguous [N, C*KH*KW, OH*OW] with rows ordered (c, ki, kj).
+## Window tap (ki, kj) of output (oh, ow) reads input (oh*SH - PH + ki*DH, ow*SW - PW + kj*DW); padding is zero.
+##
+## One work-item per row, looping along it: PoCL pays ~20 ns per work-item that it cannot vectorize, so rows
+## (not elements) keep that cost small and the index divisions per row, not per element.
+##
+## Render kwargs: name, kind ('im2col' | 'col2im'), ctype (storage type: im2col copies the bits, so 'ushort',
+## 'uint' or 'ulong' of the element's width; col2im: 'half', 'float' or 'double'), acc (col2im's output and
+## accumulator type: 'float' or 'double'), fp64, idx_t.
+<%
+  def load(ptr, i):
+      return f"vload_half({i}, {ptr})" if ctype == "half" else f"({acc}){ptr}[{i}]"
+%>\
+% if fp64:
+#pragma OPENCL EXTENSION cl_khr_fp64 : enable
+% endif
+#define IDX ${idx_t}
+
+// [*lo, *hi): the positions o in [0, n) whose coordinate start + o * step lies in [0, size) (step > 0)
+inline void inside(IDX start, IDX step, IDX size, IDX n, IDX *lo, IDX *hi) {
+    IDX a = start >= 0 ? 0 : (-start + step - 1) / step;
+    IDX b = start >= size ? 0 : (size - start + step - 1) / step;
+    *lo = min(a, n);
+    *hi = max(*lo, min(b, n));
+}
+
+% if kind == "im2col":
+// row r = ((n*C + c)*KH + ki)*KW + kj)*OH + oh of cols, OW entries long
+__kernel void ${name}(
+    __global ${ctype} *cols, __global const ${ctype} *x, IDX x_off, IDX xs0, IDX xs1, IDX xs2, IDX xs3,
+    IDX C, IDX H, IDX W, IDX OH, IDX OW, IDX KH, IDX KW, IDX SH, IDX SW, IDX PH, IDX PW, IDX DH, IDX DW, IDX rows)
+{
+    if (get_global_id(0) >= (size_t)rows) return;
+    const IDX row = (IDX)get_global_id(0);
+    IDX r = row;
+    const IDX oh = r % OH; r /= OH;
+    const IDX kj = r % KW; r /= KW;
+    const IDX ki = r % KH; r /= KH;
+    const IDX c = r % C, n = r / C;
+    __global ${ctype} *dst = cols + row * OW;
+    const IDX h = oh * SH - PH + ki * DH;
+    IDX lo = OW, hi = OW;
+    if (h >= 0 && h < H)
+        inside(kj * DW - PW, SW, W, OW, &lo, &hi);
+    for (IDX ow = 0; ow < lo; ++ow) dst[ow] = 0;
+    if (lo < hi) {
+        const IDX base = x_off + n * xs0 + c * xs1 + h * xs2, w0 = kj * DW - PW;
+        for (IDX ow = lo; ow < hi; ++ow) dst[ow] = x[base + (w0 + ow * SW) * xs3];
+    }
+    for (IDX ow = hi; ow < OW; ++ow) dst[ow] = 0;
+}
+% elif kind == "col2im":
+// row r = (n*C + c)*H + h of out, W entries long: out is zeroed, then every (ki, kj) tap whose output row
+// reads input row h adds its column entries. Only this work-item writes the row, so there are no races.
+__kernel void ${name}(
+    __global ${acc} *out, __global const ${ctype} *cols, IDX cols_off,
+    IDX H, IDX W, IDX OH, IDX OW, IDX KH, IDX KW, IDX SH, IDX SW, IDX PH, IDX PW, IDX DH, IDX DW, IDX rows)
+{
+    if (get_global_id(0) >= (size_t)rows) return;
+    const IDX row = (IDX)get_global_id(0);
+    const IDX h = row % H, nc = row / H;
+    __global ${acc} *dst = out + row * W;
+    for (IDX w = 0; w < W; ++w) dst[w] = 0;
+    for (IDX ki = 0; ki < KH; ++ki) {
+        const IDX t = h + PH - ki * DH;
+        if (t < 0) break;  // t only falls as ki grows
+        if (t % SH != 0 || t / SH >= OH) continue;
+        const IDX oh = t / SH;
+        for (IDX kj = 0; kj < KW; ++kj) {
+            const IDX w0 = kj * DW - PW;
+            IDX lo, hi;
+            inside(w0, SW, W, OW, &lo, &hi);
+            const IDX src = cols_off + ((nc * KH + ki) * KW + kj) * OH * OW + oh * OW;
+            for (IDX ow = lo; ow < hi; ++ow) dst[w0 + ow * SW] += ${load("cols", "src + ow")};
+        }
+    }
+}
+% endif

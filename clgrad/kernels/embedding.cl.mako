@@ -1,0 +1,75 @@
+## Embedding rows: ``gather`` (forward) and ``accumulate`` (backward), one work-item per (index n, column d).
+##   gather:     out[n, d] = w[idx[n], d]; an index outside [0, V) sets *flag (atomically) and writes 0.
+##   accumulate: acc[idx[n], d] += g[n, d] unless idx[n] == pad. Duplicate indices meet in one row, so the
+##               add is an atomic compare-and-swap loop on the value's bits: correct for any number of
+##               duplicates, but the order of the additions (hence the last bits of a float sum) is not
+##               deterministic, as with atomics in PyTorch's CUDA index_add. float16 gradients accumulate in
+##               a float32 buffer; float64 needs cl_khr_int64_base_atomics.
+<%
+  def load(buf, ctype, addr):
+      return f"(ACC)vload_half({addr}, {buf})" if ctype == "half" else f"(ACC){buf}[{addr}]"
+%>\
+% if fp64:
+#pragma OPENCL EXTENSION cl_khr_fp64 : enable
+% endif
+% if kind == "accumulate" and acc == "double":
+#pragma OPENCL EXTENSION cl_khr_int64_base_atomics : enable
+% endif
+#define ACC ${acc}
+#define IDX ${idx_t}
+
+% if kind == "gather":
+__kernel void ${name}(__global const ${idx_ctype} *idx, IDX idx_off, __global const ${val_ctype} *w, IDX w_off,
+                      IDX ws0, IDX ws1, __global ${val_ctype} *out, IDX N, IDX D, long V,
+                      volatile __global int *flag)
+{
+    const IDX i = get_global_id(0);
+    if (i >= N * D) return;
+    const IDX n = i / D, d = i - n * D;
+    const long v = (long)idx[idx_off + n];
+    ACC value = 0;
+    if (v < 0 || v >= V) {
+        if (d == 0) atomic_or(flag, 1);
+    } else {
+        value = ${load("w", val_ctype, "w_off + v * ws0 + d * ws1")};
+    }
+%   if val_ctype == "half":
+    vstore_half_rte((float)value, i, out);
+%   else:
+    out[i] = value;
+%   endif
+}
+% else:
+%   if acc == "double":
+inline void atomic_add_acc(volatile __global ACC *p, ACC v) {
+    volatile __global ulong *bits = (volatile __global ulong *)p;
+    ulong cur = atom_add(bits, (ulong)0);  // an atomic read: plain loads would race with other work-items' swaps
+    for (;;) {
+        const ulong seen = atom_cmpxchg(bits, cur, as_ulong(as_double(cur) + v));
+        if (seen == cur) break;
+        cur = seen;
+    }
+}
+%   else:
+inline void atomic_add_acc(volatile __global ACC *p, ACC v) {
+    volatile __global uint *bits = (volatile __global uint *)p;
+    uint cur = atomic_add(bits, 0u);  // an atomic read: plain loads would race with other work-items' swaps
+    for (;;) {
+        const uint seen = atomic_cmpxchg(bits, cur, as_uint(as_float(cur) + v));
+        if (seen == cur) break;
+        cur = seen;
+    }
+}
+%   endif
+
+__kernel void ${name}(__global const ${idx_ctype} *idx, IDX idx_off, __global const ${val_ctype} *g, IDX g_off,
+                      IDX gs0, IDX gs1, __global ACC *acc, IDX N, IDX D, long V, long pad)
+{
+    const IDX i = get_global_id(0);
+    if (i >= N * D) return;
+    const IDX n = i / D, d = i - n * D;
+    const long v = (long)idx[idx_off + n];
+    if (v == pad || v < 0 || v >= V) return;  // the forward's check reports bad indices; never write outside
+    atomic_add_acc(acc + v * D + d, ${load("g", val_ctype, "g_off + n * gs0 + d * gs1")});
+}
+% endif

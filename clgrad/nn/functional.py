@@ -1,0 +1,10 @@
+"""``clgrad.nn.functional``: the functional NN API, gathered from ``clgrad.ops`` modules' ``FUNCTIONAL`` lists."""
+from __future__ import annotations
+
+from ..ops import conv as _conv
+from ..ops import joins as _joins
+from ..ops import nnops as _nnops
+
+for _m in (_conv, _nnops, _joins):
+    globals().update({name: getattr(_m, name) for name in _m.FUNCTIONAL})
+del _m
