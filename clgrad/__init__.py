@@ -17,10 +17,6 @@ from .ops.creation import (  # noqa: F401
     empty_like, zeros_like, ones_like, full_like,
 )
 from .ops.math import FUNCS as _FUNCS, add, sub, div, where, clamp, rsub  # noqa: F401
-from .ops.shape import (  # noqa: F401
-    view as _view, reshape, permute, transpose, expand as _expand, squeeze, unsqueeze, flatten, narrow, select,
-    as_strided, t_ as t,
-)
 from .ops.views import broadcast_shapes  # noqa: F401
 from . import opencl  # noqa: F401
 from ._tensor_str import set_printoptions, get_printoptions, printoptions  # noqa: F401
@@ -37,6 +33,20 @@ from .autograd import no_grad, enable_grad, set_grad_enabled, inference_mode, is
 from .tensor import contiguous_format, preserve_format  # noqa: F401
 
 _bind_methods()
+
+
+def _as_function(name: str):
+    def fn(input, *args, **kwargs):
+        return getattr(input, name)(*args, **kwargs)
+
+    fn.__name__ = name
+    fn.__doc__ = f"``clgrad.{name}(x, ...)`` is ``x.{name}(...)`` (a view; recorded by autograd)."
+    return fn
+
+
+for _name in ("reshape", "permute", "transpose", "squeeze", "unsqueeze", "flatten", "narrow", "select", "t",
+              "as_strided"):
+    globals()[_name] = _as_function(_name)
 globals().update(_FUNCS)
 float, double, half, long, int, short = float32, float64, float16, int64, int32, int16  # noqa: A001
 multiply, subtract, divide, true_divide, clip = mul, sub, div, div, clamp  # noqa: F821

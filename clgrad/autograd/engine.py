@@ -205,33 +205,33 @@ def _run_node(node, grads, buffers, retain_graph):
         new = hook(tuple(grad_outputs))
         if new is not None:
             grad_outputs = list(new)
-    result = _call_backward(node, grad_outputs)
-    for hook in node.__dict__.get("_post_hooks", ()):
-        new = hook(result, tuple(grad_outputs))
-        if new is not None:
-            result = tuple(new)
-    if ANOMALY["enabled"] and ANOMALY["check_nan"]:
-        _check_nan(node, result)
+    try:
+        result = _call_backward(node, grad_outputs)
+        for hook in node.__dict__.get("_post_hooks", ()):
+            new = hook(result, tuple(grad_outputs))
+            if new is not None:
+                result = tuple(new)
+        if ANOMALY["enabled"] and ANOMALY["check_nan"]:
+            _check_nan(node, result)
+    except Exception:
+        trace = node.__dict__.get("_forward_trace")
+        if trace is not None:  # recorded in anomaly mode: say which forward call made this node
+            warnings.warn(f"Error detected in {node.name()}. Traceback of forward call that caused the error:\n"
+                          f"{trace}", stacklevel=2)
+        raise
     if not retain_graph:
         node._release()
-    for i, ((nxt, nr), g) in enumerate(zip(node.next_functions, result)):
-        if nxt is not None and g is not None:
-            _add(buffers, nxt, nr, _validate(node, i, g))
+    for i, (edge, g) in enumerate(zip(node._edges, result)):
+        if edge is not None and edge[0] is not None and g is not None:
+            _add(buffers, edge[0], edge[1], _validate(node, i, g))
 
 
 def _call_backward(node, grad_outputs) -> tuple:
     """Run the node's backward and check it returned one gradient per forward input."""
-    try:
-        result = node.apply(*grad_outputs)
-    except Exception:
-        trace = node.__dict__.get("_forward_trace")
-        if trace is not None:
-            warnings.warn(f"Error detected in {node.name()}. Traceback of forward call that caused the error:\n"
-                          f"{trace}", RuntimeWarning, stacklevel=2)
-        raise
+    result = node.apply(*grad_outputs)
     if not isinstance(result, tuple):
         result = (result,)
-    n_in = len(node.next_functions)
+    n_in = len(node._edges)
     if len(result) > n_in and all(r is None for r in result[n_in:]):
         result = result[:n_in]  # PyTorch accepts extra trailing Nones
     if len(result) != n_in:

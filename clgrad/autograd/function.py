@@ -29,10 +29,13 @@ def _is_tensor(x) -> bool:
 
 
 class Node:
-    """A node of the backward graph. ``next_functions[i]`` is (node, output_nr) for forward input i."""
+    """A node of the backward graph. ``next_functions`` holds (node, output_nr) for each tensor input of the
+    forward call, as PyTorch's does; ``_edges`` has one entry per forward argument (None for non-tensors),
+    matching the gradients backward returns."""
 
     next_functions: tuple = ()
-    _input_meta: tuple = ()  # (shape, dtype, device) of each forward input that is a tensor, else None
+    _edges: tuple = ()
+    _input_meta: tuple = ()  # (shape, dtype, device) of each forward argument that is a tensor, else None
     _qualified = False  # PyTorch prints its C++ nodes with their namespace: 'torch::autograd::CopySlices'
 
     def name(self) -> str:

@@ -28,7 +28,8 @@ def gradient_edge(t):
 
 def connect(ctx, args, outputs, is_view: bool = False):
     """Make ``ctx`` the grad_fn of ``outputs`` and record edges to ``args``' producers."""
-    ctx.next_functions = tuple([gradient_edge(a) for a in args])
+    edges = ctx._edges = tuple([gradient_edge(a) if _is_tensor(a) else None for a in args])
+    ctx.next_functions = tuple([e for e in edges if e is not None])
     ctx._input_meta = tuple([(a._shape, a.dtype, a.device) if _is_tensor(a) else None for a in args])
     single = not isinstance(outputs, tuple)
     outs = (outputs,) if single else outputs

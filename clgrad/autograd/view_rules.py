@@ -98,7 +98,8 @@ def refresh_view(view) -> None:
     ctx = AsStrided._backward_cls()
     ctx.needs_input_grad = (True, False)
     ctx.geometry = _geometry(base, view)
-    ctx.next_functions = (gradient_edge(base), (None, 0))
+    ctx._edges = (gradient_edge(base), None)
+    ctx.next_functions = ctx._edges[:1]
     ctx._input_meta = ((base._shape, base.dtype, base.device), None)
     ctx._output_meta = ((view._shape, view.dtype, view.device),)
     ctx._saved = ()

@@ -818,7 +818,9 @@ def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corne
         names = ("H", "W")[-dims:]
         given = ", ".join(f"{a}: {n}" for a, n in zip(names, input.shape[2:]))
         got = ", ".join(f"{a}: {n}" for a, n in zip(names, out))
-        raise RuntimeError(f"Input and output sizes should be greater than 0, but got input ({given}) output ({got})")
+        joint = " and" if dims == 1 else ""  # PyTorch's 1-D and 2-D messages differ by this word
+        raise RuntimeError(f"Input and output sizes should be greater than 0, but got input ({given}){joint} output "
+                           f"({got})")
     linear = mode != "nearest"
     acc = "float64" if input.dtype is D.float64 else "float32"
     tables = [_interp_table(n, o, s, linear, bool(align_corners), acc) for n, o, s in zip(input.shape[2:], out, scales)]

@@ -96,7 +96,9 @@ def _value_over(dst, value, shape, mismatch):
             value = value.to(dst.device)
     if not P.is_tensor(value):
         return cast(np.array(value), dst.dtype)[()]
-    if value._storage is dst._storage:
+    if value.dtype is not dst.dtype:  # the kernels move raw elements of dst's size
+        value = value.to(dst.dtype)
+    elif value._storage is dst._storage:
         value = value.clone()
     try:
         vshape, vstrides = V.expand_strides(value._shape, value._strides, shape)
@@ -356,8 +358,8 @@ def setitem(t, key, value) -> None:
     value = _setitem_value(t, value)
     target = _sliced(t, basic)
     adv = [e for e in entries if e is not None]
-    if len(adv) == 1 and adv[0].dtype in (D.bool, D.uint8) and not P.is_tensor(value):
-        # one mask and a number: an elementwise masked_fill_, without nonzero's read-back
+    if len(adv) == 1 and adv[0].dtype in (D.bool, D.uint8) and (not P.is_tensor(value) or value.dim() == 0):
+        # one mask and a number (or 0-dim tensor): an elementwise masked_fill_, without nonzero's read-back
         mask, d = adv[0], entries.index(adv[0])
         _check_mask(target, mask, d)
         if mask.dtype is D.uint8:
