@@ -16,6 +16,7 @@ from .ops.creation import (  # noqa: F401
     tensor, as_tensor, from_numpy, empty, zeros, ones, full, arange, linspace, eye,
     empty_like, zeros_like, ones_like, full_like,
 )
+from .ops import math as _math
 from .ops.math import FUNCS as _FUNCS, add, sub, div, where, clamp, rsub  # noqa: F401
 from .ops.views import broadcast_shapes  # noqa: F401
 from . import opencl  # noqa: F401
@@ -48,6 +49,8 @@ for _name in ("reshape", "permute", "transpose", "squeeze", "unsqueeze", "flatte
               "as_strided"):
     globals()[_name] = _as_function(_name)
 globals().update(_FUNCS)
+globals().update(_math.NO_INPLACE_FUNCS)
+globals().update(_math.TORCH_FUNCS)
 float, double, half, long, int, short = float32, float64, float16, int64, int32, int16  # noqa: A001
 multiply, subtract, divide, true_divide, clip = mul, sub, div, div, clamp  # noqa: F821
 absolute, negative, greater, less, not_equal = abs, neg, gt, lt, ne  # noqa: F821

@@ -377,6 +377,17 @@ def test_conv_kernels_oclgrind(device, capfd):
            F.interpolate(ref_x, size=(7, 3)), F.interpolate(ref_x, scale_factor=1.5, mode="bilinear")]
     (ref_gx,) = torch.autograd.grad(sum((o * o).sum() for o in ref), ref_x)
     _compare(gx, ref_gx, "float32")
+    # float16 storage: vload_half/vstore_half paths, and backward kernels writing a float32 temporary
+    xh = x.detach().half().requires_grad_(True)
+    wh = w.detach().half()
+    half = (CF.conv2d(xh, wh, padding=1).sum() + CF.max_pool2d(xh, 2).sum() + CF.avg_pool2d(xh, 2).sum()
+            + CF.adaptive_avg_pool2d(xh, 2).sum() + CF.interpolate(xh, scale_factor=2, mode="bilinear").sum())
+    half.backward()
+    xf = x.detach().requires_grad_(True)
+    full = (CF.conv2d(xf, w.detach(), padding=1).sum() + CF.max_pool2d(xf, 2).sum() + CF.avg_pool2d(xf, 2).sum()
+            + CF.adaptive_avg_pool2d(xf, 2).sum() + CF.interpolate(xf, scale_factor=2, mode="bilinear").sum())
+    full.backward()
+    np.testing.assert_allclose(xh.grad.float().cpu().numpy(), xf.grad.cpu().numpy(), rtol=1e-2, atol=2e-2)
     if device != "cpu":
         clgrad.opencl.synchronize()
     err = capfd.readouterr().err

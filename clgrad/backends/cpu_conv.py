@@ -6,6 +6,7 @@ contiguous. Arithmetic follows the OpenCL kernels: float16 accumulates in float3
 """
 from __future__ import annotations
 
+from functools import lru_cache
 from typing import NamedTuple
 
 import numpy as np
@@ -45,6 +46,39 @@ class Interp(NamedTuple):
     r1: np.ndarray
     linear: bool  # False: nearest (l0 = 1, l1 = 0)
     key: tuple  # identifies the table (device copies are cached on it)
+
+
+@lru_cache(maxsize=256)
+def interp_table(size: int, out: int, scale, linear: bool, align_corners: bool, acc: str) -> Interp:
+    """One axis' sample points, computed as PyTorch's cpu kernels do (float32 for nearest; the op's accumulate
+    type for linear), so every backend samples exactly the same inputs."""
+    dst = np.arange(out)
+    if not linear:
+        if out == size:
+            i0 = dst
+        elif out == 2 * size:
+            i0 = dst >> 1
+        else:
+            s = np.float32(1.0 / scale) if scale and scale > 0 else np.float32(size) / np.float32(out)
+            i0 = np.minimum(np.floor(dst.astype(np.float32) * s).astype(np.int64), size - 1)
+        i1, l0, l1 = i0, np.ones(out, acc), np.zeros(out, acc)
+    else:
+        t = np.dtype(acc).type
+        if align_corners:
+            s = t(size - 1) / t(out - 1) if out > 1 else t(0)
+            real = s * dst.astype(acc)
+        else:
+            s = t(1.0 / scale) if scale and scale > 0 else t(size) / t(out)
+            real = np.maximum(s * (dst.astype(acc) + t(0.5)) - t(0.5), t(0))
+        i0 = np.minimum(np.floor(real).astype(np.int64), size - 1)
+        l1 = np.clip(real - i0.astype(acc), t(0), t(1)).astype(acc)
+        l0 = (t(1) - l1).astype(acc)
+        i1 = i0 + (i0 < size - 1)
+    edges = np.arange(size + 1)
+    arrays = (i0, i1, l0, l1, np.searchsorted(i0, edges), np.searchsorted(i1, edges))
+    for a in arrays:
+        a.flags.writeable = False  # cached and shared
+    return Interp(*arrays, linear, (size, out, scale, linear, align_corners, acc))
 
 
 def _padded(x: np.ndarray, win: Window, fill, dtype) -> np.ndarray:

@@ -88,7 +88,7 @@ inline T py_floordiv(T a, T b) {
     if (mod != 0 && ((b < 0) != (mod < 0))) div -= 1;
     if (div == 0) return copysign((T)0, a / b);
     T fl = floor(div);
-    if (div - fl > (T)0.5) fl += 1;
+    if (div - fl > K(0.5)) fl += 1;
     return fl;
 }
 // PyTorch's remainder: a zero result keeps fmod's sign (numpy would use the divisor's).

@@ -10,6 +10,7 @@
 ## kind == "local":  one work-group per chunk of C elements of a row: load into __local memory and merge runs
 ##                   of width 1, 2, 4, ... in place of a bitonic network. Each element finds its destination by
 ##                   its rank in the sibling run (a binary search), so a pass is one parallel step.
+## kind == "segsort": (CPU devices) one work-item per row segment, a serial merge sort in global scratch.
 ## kind == "merge":  one global pass merging runs of width w of the [rows, n] scratch the same way.
 ## kind == "gather" / "scatter": contiguous [outer, n, inner] arrays indexed along the middle dim.
 ## kind == "bincount": per bin, two binary searches in a sorted input (and a sum of its sorted weights).
@@ -141,6 +142,55 @@ ${rank("ks")}\
 % else:
         sk[r * n + start + i] = ks[i];
         si[r * n + start + i] = ps[i];
+% endif
+    }
+}
+% elif kind == "segsort":
+## CPU devices: one work-item sorts a whole segment [c * S, c * S + L) of a row serially (insertion-sorted runs of
+## RUN, then bottom-up two-finger merges that take ties from the left run) in the [rows, n] scratch pair a / b.
+__kernel void ${name}(
+    __global const ${in_ctype} *in, IDX in_off, IDX in_step,
+% if final:
+${final_args()}\
+% endif
+    __global K *ka, __global I *pa, __global K *kb, __global I *pb,
+${outer_args(True, final)}\
+    IDX rows, IDX n, IDX S, IDX segs)
+{
+    if (get_global_id(0) >= (size_t)(rows * segs)) return;
+    const IDX g = (IDX)get_global_id(0), r = g / segs, start = g % segs * S, L = min(S, n - start);
+    IDX ib = in_off${", ob = 0" if final else ""};
+${unravel(True, final)}\
+    __global K *ks = ka + r * n + start, *kd = kb + r * n + start;
+    __global I *ps = pa + r * n + start, *pd = pb + r * n + start;
+    for (IDX j = 0; j < L; ++j) {
+        const K x = ${load("in", "ib + (start + j) * in_step")};
+        IDX i = j;
+        for (const IDX lo = j / ${run} * ${run}; i > lo && before(x, ks[i - 1]); --i) { ks[i] = ks[i - 1]; ps[i] = ps[i - 1]; }
+        ks[i] = x;
+        ps[i] = (I)(start + j);
+    }
+    for (IDX w = ${run}; w < L; w <<= 1) {
+        for (IDX s = 0; s < L; s += 2 * w) {
+            const IDX mid = min(s + w, L), e = min(s + 2 * w, L);
+            IDX p = s, q = mid, o = s;
+            while (p < mid && q < e) {
+                if (before(ks[q], ks[p])) { kd[o] = ks[q]; pd[o++] = ps[q++]; }
+                else { kd[o] = ks[p]; pd[o++] = ps[p++]; }
+            }
+            for (; p < mid; ++p, ++o) { kd[o] = ks[p]; pd[o] = ps[p]; }
+            for (; q < e; ++q, ++o) { kd[o] = ks[q]; pd[o] = ps[q]; }
+        }
+        __global K *tk = ks; ks = kd; kd = tk;
+        __global I *tp = ps; ps = pd; pd = tp;
+    }
+    for (IDX j = 0; j < L; ++j) {
+% if final:
+        ${store_value("ks[j]", "v_off + ob + (start + j) * out_step")};
+        indices[i_off + ob + (start + j) * out_step] = (long)ps[j];
+% else:
+        // the merge passes read buffer a: copy back when the result ended in b
+        if (ks != ka + r * n + start) { kd[j] = ks[j]; pd[j] = ps[j]; }
 % endif
     }
 }

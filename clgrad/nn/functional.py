@@ -9,3 +9,6 @@ from ..ops import padding as _padding
 for _m in (_conv, _nnops, _joins, _padding):
     globals().update({name: getattr(_m, name) for name in _m.FUNCTIONAL})
 del _m
+from ..ops.math import FUNCTIONAL_ACTIVATIONS as _ACT  # noqa: E402
+
+globals().update(_ACT)

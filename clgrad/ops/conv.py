@@ -10,16 +10,13 @@ linear pooling/interpolation op has its adjoint as backward, whose backward is t
 from __future__ import annotations
 
 import math
-from functools import lru_cache
 from numbers import Integral
-
-import numpy as np
 
 from .. import backends
 from .. import dtypes as D
 from ..autograd.function import Function
 from ..autograd.graph import needs_graph
-from ..backends.cpu_conv import Interp, Window
+from ..backends.cpu_conv import Window, interp_table
 from . import pointwise as P
 from . import shape as S
 from .linalg import _CPP_NAME, _SCALAR_NAME
@@ -120,8 +117,7 @@ def _conv_t_raw(x, w, bias, win: Window, groups: int, size: tuple):
         wm = S.reshape(w4, groups, cgin, cog * k)
         a = _batched_weights(wm._view((groups, cog * k, cgin), (wm._strides[0], wm._strides[2], wm._strides[1])), n)
         xm = S.reshape(x4, n, cin, length)
-        b = xm._view((n, cin, length), xm._strides) if groups == 1 else xm.contiguous()._view(
-            (n * groups, cgin, length), (cgin * length, length, 1))
+        b = xm if groups == 1 else xm.contiguous()._view((n * groups, cgin, length), (cgin * length, length, 1))
         cols = _empty((n * groups, cog * k, length), x)
         be = backends.get(x.device)
         be.matmul(cols, a, b)
@@ -667,7 +663,8 @@ def avg_pool2d(input, kernel_size, stride=None, padding=0, ceil_mode=False, coun
     """2-D average pooling of [N, C, H, W] or [C, H, W], with PyTorch's divisor rules."""
     _check_tensor("avg_pool2d", "input", 1, input)
     if divisor_override is not None and divisor_override == 0:
-        _pool_param("avg_pool2d", kernel_size, "kernel_size")
+        for name, value in (("kernel_size", kernel_size), ("stride", stride), ("padding", padding)):
+            _pool_param("avg_pool2d", value, name, allow_empty=name == "stride")
         raise RuntimeError("divisor must be not zero")
     win = _pool_window("avg_pool2d", input, kernel_size, stride, padding, None, ceil_mode)
     _check_float("avg_pool2d", input)
@@ -720,37 +717,6 @@ def adaptive_avg_pool1d(input, output_size):
 
 # ---- interpolation --------------------------------------------------------------------------------
 _MODES = "nearest | linear | bilinear | bicubic | trilinear | lanczos | area | nearest-exact"
-
-
-@lru_cache(maxsize=256)
-def _interp_table(size: int, out: int, scale, linear: bool, align_corners: bool, acc: str) -> Interp:
-    """One axis' sample points, computed as PyTorch's cpu kernels do (float32 for nearest; the op's accumulate
-    type for linear), so every backend samples exactly the same inputs."""
-    dst = np.arange(out)
-    if not linear:
-        if out == size:
-            i0 = dst
-        elif out == 2 * size:
-            i0 = dst >> 1
-        else:
-            s = np.float32(1.0 / scale) if scale and scale > 0 else np.float32(size) / np.float32(out)
-            i0 = np.minimum(np.floor(dst.astype(np.float32) * s).astype(np.int64), size - 1)
-        i1, l0, l1 = i0, np.ones(out, acc), np.zeros(out, acc)
-    else:
-        t = np.dtype(acc).type
-        if align_corners:
-            s = t(size - 1) / t(out - 1) if out > 1 else t(0)
-            real = s * dst.astype(acc)
-        else:
-            s = t(1.0 / scale) if scale and scale > 0 else t(size) / t(out)
-            real = np.maximum(s * (dst.astype(acc) + t(0.5)) - t(0.5), t(0))
-        i0 = np.minimum(np.floor(real).astype(np.int64), size - 1)
-        l1 = np.clip(real - i0.astype(acc), t(0), t(1)).astype(acc)
-        l0 = (t(1) - l1).astype(acc)
-        i1 = i0 + (i0 < size - 1)
-    edges = np.arange(size + 1)
-    return Interp(i0, i1, l0, l1, np.searchsorted(i0, edges), np.searchsorted(i1, edges), linear,
-                  (size, out, scale, linear, align_corners, acc))
 
 
 def _interp_sizes(input, size, scale_factor, recompute_scale_factor, dims):
@@ -823,9 +789,9 @@ def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corne
                            f"({got})")
     linear = mode != "nearest"
     acc = "float64" if input.dtype is D.float64 else "float32"
-    tables = [_interp_table(n, o, s, linear, bool(align_corners), acc) for n, o, s in zip(input.shape[2:], out, scales)]
+    tables = [interp_table(n, o, s, linear, bool(align_corners), acc) for n, o, s in zip(input.shape[2:], out, scales)]
     if dims == 1:
-        tables.insert(0, _interp_table(1, 1, None, linear, bool(align_corners), acc))
+        tables.insert(0, interp_table(1, 1, None, linear, bool(align_corners), acc))
     key = {"nearest": "Nearest", "linear": "Linear", "bilinear": "Bilinear"}[mode] + f"{dims}D"
     return UPSAMPLE[key].run(input, tuple(input.shape[:2]) + out, *tables)
 

@@ -80,8 +80,9 @@ def _gather_raw(base, idx, err, wrap: bool = True, checked: bool = True):
 
 
 def _put_raw(base, value, idx, mode: str, err, wrap: bool = True, checked: bool = True) -> None:
-    _raise_bad(backends.get(base.device).index_put(base, value, idx, mode, wrap, checked), idx, err)
-    base._storage.version += 1
+    bad = backends.get(base.device).index_put(base, value, idx, mode, wrap, checked)
+    base._storage.version += 1  # even on an error: a device has already written the valid indices
+    _raise_bad(bad, idx, err)
 
 
 def _value_over(dst, value, shape, mismatch):

@@ -114,6 +114,8 @@ def install(T) -> None:
         setattr(T, name, fn)
         setattr(T, name + "_", _inplace(name))
     T.where = lambda self, condition, other: M.where(condition, self, other)
+    for name, fn in M.NO_INPLACE_FUNCS.items():
+        setattr(T, name, fn)
     T.clip, T.clip_ = T.clamp, T.clamp_
     T.multiply, T.subtract, T.divide, T.true_divide = T.mul, T.sub, T.div, T.div
     T.absolute, T.negative, T.greater, T.less, T.not_equal = T.abs, T.neg, T.gt, T.lt, T.ne

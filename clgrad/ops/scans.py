@@ -18,7 +18,7 @@ from ..autograd.function import Function
 from ..autograd.graph import needs_graph
 from . import reduction as R
 from . import shape as S
-from .reduce_grad import _dims_of, _unreduce
+from .reduce_grad import _unreduce
 from .views import wrap_dim
 
 __all__ = ["var", "std", "var_mean", "std_mean", "logsumexp", "norm", "count_nonzero", "aminmax", "cumsum",

@@ -174,7 +174,10 @@ def setitem(t, index, value):
         from .indexing import setitem as advanced
 
         return advanced(t, index, value)
-    target = t._view(*resolved)
+    from ..autograd.graph import needs_graph
+
+    # a tensor in the graph is written through a tracked view, so even a number written in reaches autograd
+    target = t[index] if needs_graph(t) else t._view(*resolved)
     if hasattr(value, "_storage"):
         if value.dim() == 0 and value.device.type == "cpu" and not value.requires_grad:
             target.fill_(value.item())

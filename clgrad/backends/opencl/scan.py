@@ -21,6 +21,11 @@ PER = 8  # elements each work-item scans serially in the block scan (a chunk is 
 SERIAL_SCAN = 64  # rows at most this long get a work-item each; so does any row when rows fill a CPU device
 SERIAL_SORT = 16  # rows at most this long are insertion-sorted by one work-item
 MAX_CHUNK = 2048  # elements one work-group sorts in __local memory (bounded by the device's local memory too)
+# CPU devices sort rows serially (a merge sort per work-item beats barrier-synchronised work-groups there);
+# tests turn this off to run the GPU path on PoCL
+ROW_SORT_ON_CPU = True
+SEGMENT_MIN = 4096  # shortest row segment a CPU work-item sorts when rows are too few to fill the device
+RUN = 16  # runs the per-row merge sort insertion-sorts first
 
 
 @dataclass
@@ -178,29 +183,51 @@ class CLScan:
             args = [s.buf, s.off, s.step, *job["final"], *_outer_values(oshape, s.ostr, o.ostr), rows, n]
             self._sort_launch(job, "serial", args, gsize, lsize, final=True)
             return
-        room = dev.props.local_memory // (4 * (key.itemsize + job["pos"].itemsize))
-        chunk = min(MAX_CHUNK, _pow2(n), 1 << (room.bit_length() - 1))
-        wg = _local_size(dev, chunk)
-        chunks = -(-n // chunk)
-        local = [cl_local(chunk * key.itemsize), cl_local(chunk * job["pos"].itemsize)] * 2
-        if chunks == 1:
-            args = [s.buf, s.off, s.step, *job["final"], *_outer_values(oshape, s.ostr, o.ostr), rows, n, chunk]
-            self._sort_launch(job, "local", args + local, (wg, rows), (wg, 1), final=True)
-            return
         # ping-pong scratch of keys and positions; the Storage objects must outlive the launches (freeing one
         # returns its buffer to the pool, where the next allocation of the same size would find it)
         held = [self._tmp(dev, dt, rows * n) for dt in (key, job["pos"], key, job["pos"])]
         a, b = [held[0].data, held[1].data], [held[2].data, held[3].data]
-        args = [s.buf, s.off, s.step, *a, *_outer_values(oshape, s.ostr), rows, n, chunk]
-        self._sort_launch(job, "local", args + local, (wg * chunks, rows), (wg, 1), final=False)
+        if dev.rank == 2 and ROW_SORT_ON_CPU:
+            w = self._segsort(job, s, o, a, b)
+        else:
+            w = self._local_sort(job, s, o, a)
         gsize, lsize = self._grid2(dev, n, rows)
-        w = chunk
         while w < n:  # merge runs of width w pairwise until one run spans the row
             final = 2 * w >= n
             dest = [*job["final"], *_outer_values(oshape, o.ostr)] if final else b
             self._sort_launch(job, "merge", [*a, *dest, rows, n, w], gsize, lsize, final=final)
             a, b = b, a
             w *= 2
+
+    def _segsort(self, job, s: Rows, o: Rows, a, b) -> int:
+        """CPU devices: a serial merge sort per row, or per segment of a row when rows are too few to give every
+        core work; returns the sorted run length (n when done)."""
+        rows, n = job["rows"], job["n"]
+        target = 4 * job["dev"].props.compute_units
+        segs = 1 if rows >= target else max(1, min(-(-target // rows), n // SEGMENT_MIN))
+        seg = -(-n // segs)
+        segs = -(-n // seg)
+        final = segs == 1
+        outer = _outer_values(job["oshape"], s.ostr, o.ostr) if final else _outer_values(job["oshape"], s.ostr)
+        args = [s.buf, s.off, s.step, *(job["final"] if final else []), *a, *b, *outer, rows, n, seg, segs]
+        self._sort_launch(job, "segsort", args, (rows * segs,), None, final=final)
+        return seg
+
+    def _local_sort(self, job, s: Rows, o: Rows, a) -> int:
+        """GPUs: work-groups sort chunks of rows in __local memory; returns the sorted run length (n when done)."""
+        dev, key, pos, rows, n = job["dev"], job["key"], job["pos"], job["rows"], job["n"]
+        room = dev.props.local_memory // (4 * (key.itemsize + pos.itemsize))
+        chunk = min(MAX_CHUNK, _pow2(n), 1 << (room.bit_length() - 1))
+        wg = _local_size(dev, chunk)
+        chunks = -(-n // chunk)
+        local = [cl_local(chunk * key.itemsize), cl_local(chunk * pos.itemsize)] * 2
+        final = chunks == 1
+        if final:
+            args = [s.buf, s.off, s.step, *job["final"], *_outer_values(job["oshape"], s.ostr, o.ostr)]
+        else:
+            args = [s.buf, s.off, s.step, *a, *_outer_values(job["oshape"], s.ostr)]
+        self._sort_launch(job, "local", args + [rows, n, chunk] + local, (wg * chunks, rows), (wg, 1), final=final)
+        return chunk
 
     def _sort_launch(self, job, kind, args, gsize, lsize, final: bool) -> None:
         idx_np = np.int64 if job["big"] else np.int32
@@ -293,7 +320,7 @@ def _sort_params(kind: str, big: bool, **given) -> dict:
     """Every variable kernels/sort.cl.mako reads, with neutral values for those ``kind`` ignores."""
     params = dict(kind=kind, idx_t="long" if big else "int", key_t="int", pos_t="int", in_ctype="int", val_ctype="int",
                   descending=False, outer_nd=0, final=False, fp64=False, serial_max=SERIAL_SORT, iota=False,
-                  masked=False, weighted=False)
+                  masked=False, weighted=False, run=RUN)
     params.update(given)
     return params
 
