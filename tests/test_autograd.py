@@ -111,14 +111,14 @@ NAMES = [
     lambda a, b: a.narrow(0, 0, 2), lambda a, b: a.unsqueeze(0), lambda a, b: a[None].squeeze(),
     lambda a, b: a[None].squeeze(0), lambda a, b: a.expand(2, 3, 4), lambda a, b: a.clone(),
     lambda a, b: a.double(), lambda a, b: clgrad_or_torch(a).where(a > 0, a, b), lambda a, b: a.t().reshape(12),
-    lambda a, b: a.clamp(0, 1), lambda a, b: a.as_strided((2,), (1,)),
+    lambda a, b: a.clamp(0, 1), lambda a, b: a.clamp(min=0), lambda a, b: a.clamp(max=b),
+    lambda a, b: a.as_strided((2,), (1,)),
 ]
 # ops whose public entry points (outside the autograd core) don't route to the right node yet
 NAMES_PENDING = [
     pytest.param(lambda a, b: a.t(), marks=pytest.mark.xfail(reason="methods.py: t() should use functions.T")),
     pytest.param(lambda a, b: a.transpose(0, 1),
                  marks=pytest.mark.xfail(reason="methods.py: transpose() should use functions.Transpose")),
-    pytest.param(lambda a, b: a.clamp(min=0), marks=pytest.mark.xfail(reason="math.py routes clamp(min=) by op")),
     pytest.param(lambda a, b: a.mm(b.t()), marks=pytest.mark.xfail(reason="linalg.mm: no autograd wiring yet")),
     pytest.param(lambda a, b: a @ b.t(), marks=pytest.mark.xfail(reason="linalg.matmul: no autograd wiring yet")),
 ]
@@ -342,6 +342,13 @@ def setitem_slice(L, a, b, m):
 
 
 @pattern
+def setitem_number(L, a, b, m):
+    c = a * b
+    c[1:3] = 5.0  # the overwritten elements no longer depend on a or b
+    return c
+
+
+@pattern
 def setitem_into_zeros(L, a, b, m):
     c = L.zeros(4, device=a.device)  # a leaf that doesn't require grad joins the graph
     c[0:2] = b[2:]
@@ -486,18 +493,6 @@ def test_in_place_node_names(device):
     assert v.grad_fn.name() == "AsStridedBackward0"
     c.sum().backward()
     assert_close(a.grad, np.array([0, 1, 1, 1], np.float32))
-
-
-@pytest.mark.xfail(reason="shape.setitem takes its target as an untracked view, so a number written into a tensor "
-                          "that requires grad is invisible to autograd (needs `t[index]` through the tracked path)")
-def test_setitem_number_on_tracked_tensor(device):
-    def fn(L, a):
-        c = a * 1
-        c[1:3] = 5.0
-        (c * c).sum().backward()
-        return a.grad, c
-
-    compare(fn, device, A)
 
 
 def test_masked_fill_(device):
@@ -696,6 +691,22 @@ def test_gradcheck_core_functions(device, name):
     m = clgrad.tensor(rng.uniform(0.5, 1.5, (3, 4)), dtype=clgrad.float64, device=device, requires_grad=True)
     assert clgrad.autograd.gradcheck(GRADCHECK[name], (m,))
     assert clgrad.autograd.gradgradcheck(GRADCHECK[name], (m,))
+
+
+MATMUL_SHAPES = [("mm", (3, 4), (4, 5)), ("bmm", (2, 3, 4), (2, 4, 5)), ("mv", (3, 4), (4,)), ("dot", (4,), (4,)),
+                 ("matmul", (4,), (4, 5)), ("matmul", (2, 3, 4), (4,)), ("matmul", (5, 1, 3, 4), (2, 4, 5))]
+
+
+@pytest.mark.parametrize("op, shape_a, shape_b", MATMUL_SHAPES)
+def test_matmul_function(device, op, shape_a, shape_b):
+    from clgrad.ops.functions import Matmul
+
+    rng = np.random.default_rng(2)
+    a, b = (clgrad.tensor(rng.standard_normal(s), dtype=clgrad.float64, device=device, requires_grad=True)
+            for s in (shape_a, shape_b))
+    assert clgrad.autograd.gradcheck(lambda x, y: Matmul.apply(x, y, op), (a, b))
+    if _mm_differentiable():  # its backward multiplies with the public ops: differentiable once they are wired
+        assert clgrad.autograd.gradgradcheck(lambda x, y: Matmul.apply(x, y, op), (a, b))
 
 
 # ---- the classic tutorial loops --------------------------------------------------------------------------

@@ -492,8 +492,7 @@ def test_getitem_operator_gradient(device):
     """``x[idx]`` itself (not only ops.indexing.getitem) records IndexBackward0."""
     x = clgrad.ones(3, 2, requires_grad=True, device=device)
     y = x[clgrad.tensor([0, 0, 2], device=device)]
-    if type(y.grad_fn).__name__ != "IndexBackward0":
-        pytest.xfail("Tensor.__getitem__ still wraps advanced indexing in SliceBackward0 (ops/methods.py)")
+    assert type(y.grad_fn).__name__ == "IndexBackward0"
     y.sum().backward()
     assert_close(x.grad, np.float32([[2, 2], [0, 0], [1, 1]]))
 

@@ -5,8 +5,8 @@
 ## Layouts: x / out are [N, C, H, W]; cols is contiguous [N, C*KH*KW, OH*OW] with rows ordered (c, ki, kj).
 ## Window tap (ki, kj) of output (oh, ow) reads input (oh*SH - PH + ki*DH, ow*SW - PW + kj*DW); padding is zero.
 ##
-## One work-item per row, looping along it: PoCL pays ~20 ns per work-item that it cannot vectorize, so rows
-## (not elements) keep that cost small and the index divisions per row, not per element.
+## One work-item per row (im2col: per block of RB rows), looping along it: PoCL pays ~20 ns per work-item that it
+## cannot vectorize, so rows (not elements) keep that cost and the index divisions off the per-element path.
 ##
 ## Render kwargs: name, kind ('im2col' | 'col2im'), ctype (storage type: im2col copies the bits, so 'ushort',
 ## 'uint' or 'ulong' of the element's width; col2im: 'half', 'float' or 'double'), acc (col2im's output and
@@ -29,29 +29,36 @@ inline void inside(IDX start, IDX step, IDX size, IDX n, IDX *lo, IDX *hi) {
 }
 
 % if kind == "im2col":
-// row r = ((n*C + c)*KH + ki)*KW + kj)*OH + oh of cols, OW entries long
+// Work-item r = tap * NB + b copies output rows [b*RB, b*RB + RB) of tap = ((n*C + c)*KH + ki)*KW + kj. On CPUs a
+// block of rows amortises the work-item cost; on GPUs RB = 1 gives enough work-items.
 __kernel void ${name}(
     __global ${ctype} *cols, __global const ${ctype} *x, IDX x_off, IDX xs0, IDX xs1, IDX xs2, IDX xs3,
-    IDX C, IDX H, IDX W, IDX OH, IDX OW, IDX KH, IDX KW, IDX SH, IDX SW, IDX PH, IDX PW, IDX DH, IDX DW, IDX rows)
+    IDX C, IDX H, IDX W, IDX OH, IDX OW, IDX KH, IDX KW, IDX SH, IDX SW, IDX PH, IDX PW, IDX DH, IDX DW, IDX RB,
+    IDX items)
 {
-    if (get_global_id(0) >= (size_t)rows) return;
-    const IDX row = (IDX)get_global_id(0);
-    IDX r = row;
-    const IDX oh = r % OH; r /= OH;
+    if (get_global_id(0) >= (size_t)items) return;
+    IDX r = (IDX)get_global_id(0);
+    const IDX NB = (OH + RB - 1) / RB;
+    const IDX block = r % NB; r /= NB;
+    const IDX tap = r;  // ((n*C + c)*KH + ki)*KW + kj
     const IDX kj = r % KW; r /= KW;
     const IDX ki = r % KH; r /= KH;
     const IDX c = r % C, n = r / C;
-    __global ${ctype} *dst = cols + row * OW;
-    const IDX h = oh * SH - PH + ki * DH;
-    IDX lo = OW, hi = OW;
-    if (h >= 0 && h < H)
-        inside(kj * DW - PW, SW, W, OW, &lo, &hi);
-    for (IDX ow = 0; ow < lo; ++ow) dst[ow] = 0;
-    if (lo < hi) {
-        const IDX base = x_off + n * xs0 + c * xs1 + h * xs2, w0 = kj * DW - PW;
-        for (IDX ow = lo; ow < hi; ++ow) dst[ow] = x[base + (w0 + ow * SW) * xs3];
+    const IDX w0 = kj * DW - PW, base = x_off + n * xs0 + c * xs1;
+    IDX lo, hi;
+    inside(w0, SW, W, OW, &lo, &hi);
+    const IDX oh_end = min(block * RB + RB, OH);
+    for (IDX oh = block * RB; oh < oh_end; ++oh) {
+        __global ${ctype} *dst = cols + (tap * OH + oh) * OW;
+        const IDX h = oh * SH - PH + ki * DH;
+        if (h < 0 || h >= H) {
+            for (IDX ow = 0; ow < OW; ++ow) dst[ow] = 0;
+            continue;
+        }
+        for (IDX ow = 0; ow < lo; ++ow) dst[ow] = 0;
+        for (IDX ow = lo; ow < hi; ++ow) dst[ow] = x[base + h * xs2 + (w0 + ow * SW) * xs3];
+        for (IDX ow = hi; ow < OW; ++ow) dst[ow] = 0;
     }
-    for (IDX ow = hi; ow < OW; ++ow) dst[ow] = 0;
 }
 % elif kind == "col2im":
 // row r = (n*C + c)*H + h of out, W entries long: out is zeroed, then every (ki, kj) tap whose output row

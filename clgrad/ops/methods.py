@@ -63,6 +63,13 @@ def _tracked(fn, function):
     return method
 
 
+def _getitem(self, index):
+    """Basic indexing is a view (a Slice node when recorded); advanced indexing records its own node."""
+    if needs_graph(self) and V.basic_index(self, index) is not None:
+        return F.Slice.apply(self, S.getitem, (index,))
+    return S.getitem(self, index)
+
+
 def _permute(self, *dims):
     if needs_graph(self):
         return F.Permute.apply(self, V.as_size(dims))
@@ -95,9 +102,9 @@ def install(T) -> None:
     for name, fn in [("view", S.view), ("reshape", S.reshape), ("flatten", S.flatten), ("squeeze", S.squeeze),
                      ("unsqueeze", S.unsqueeze)]:
         setattr(T, name, _tracked(fn, F.View))
-    for name, fn in [("narrow", S.narrow), ("select", S.select), ("as_strided", S.as_strided),
-                     ("__getitem__", S.getitem)]:
+    for name, fn in [("narrow", S.narrow), ("select", S.select), ("as_strided", S.as_strided)]:
         setattr(T, name, _tracked(fn, F.Slice))
+    T.__getitem__ = _getitem
     T.permute = _permute
     T.expand = _expand
     T.__setitem__ = S.setitem

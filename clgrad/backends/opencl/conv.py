@@ -16,6 +16,8 @@ INT32_MAX = 2**31 - 1
 _BITS = {2: "ushort", 4: "uint", 8: "ulong"}  # im2col moves bits: no conversion, no fp64 needed
 _TABLES: dict = {}  # (device index, row table key, column table key, acc) -> (int table, weight table)
 _MAX_TABLES = 64
+# im2col work-items to aim for on a CPU device: enough for every core, few enough that each does real work
+CPU_ITEMS = 4096
 
 
 def _acc(dt: D.dtype) -> D.dtype:
@@ -76,10 +78,14 @@ class CLConv:
 
     def im2col(self, cols, x, win) -> None:
         n, c, h, w = x.shape
-        rows = n * c * win.kh * win.kw * win.oh
-        args = [_data(cols), _data(x), *_strided(x), c, h, w, win.oh, win.ow, *win[:8], rows]
-        self._conv_launch(self.dev(cols), "conv", "im2col", x.dtype, rows, args, max(cols.numel(), x._storage.size),
-                     ctype=_BITS[x.dtype.itemsize])
+        dev = self.dev(cols)
+        taps = n * c * win.kh * win.kw
+        # CPUs: blocks of rows, so that about CPU_ITEMS work-items share the work; GPUs: one row each
+        block = 1 if dev.rank < 2 else max(1, min(win.oh, -(-taps * win.oh // CPU_ITEMS)))
+        items = taps * -(-win.oh // block)
+        args = [_data(cols), _data(x), *_strided(x), c, h, w, win.oh, win.ow, *win[:8], block, items]
+        self._conv_launch(dev, "conv", "im2col", x.dtype, items, args, max(cols.numel(), x._storage.size),
+                          ctype=_BITS[x.dtype.itemsize])
 
     def col2im(self, out, cols, win) -> None:
         n, c, h, w = out.shape

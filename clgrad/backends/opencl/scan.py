@@ -183,14 +183,15 @@ class CLScan:
             args = [s.buf, s.off, s.step, *job["final"], *_outer_values(oshape, s.ostr, o.ostr), rows, n]
             self._sort_launch(job, "serial", args, gsize, lsize, final=True)
             return
+        on_cpu = dev.rank == 2 and ROW_SORT_ON_CPU
+        if not on_cpu and n <= _chunk(job):
+            self._local_sort(job, s, o, None)
+            return
         # ping-pong scratch of keys and positions; the Storage objects must outlive the launches (freeing one
         # returns its buffer to the pool, where the next allocation of the same size would find it)
         held = [self._tmp(dev, dt, rows * n) for dt in (key, job["pos"], key, job["pos"])]
         a, b = [held[0].data, held[1].data], [held[2].data, held[3].data]
-        if dev.rank == 2 and ROW_SORT_ON_CPU:
-            w = self._segsort(job, s, o, a, b)
-        else:
-            w = self._local_sort(job, s, o, a)
+        w = self._segsort(job, s, o, a, b) if on_cpu else self._local_sort(job, s, o, a)
         gsize, lsize = self._grid2(dev, n, rows)
         while w < n:  # merge runs of width w pairwise until one run spans the row
             final = 2 * w >= n
@@ -216,8 +217,7 @@ class CLScan:
     def _local_sort(self, job, s: Rows, o: Rows, a) -> int:
         """GPUs: work-groups sort chunks of rows in __local memory; returns the sorted run length (n when done)."""
         dev, key, pos, rows, n = job["dev"], job["key"], job["pos"], job["rows"], job["n"]
-        room = dev.props.local_memory // (4 * (key.itemsize + pos.itemsize))
-        chunk = min(MAX_CHUNK, _pow2(n), 1 << (room.bit_length() - 1))
+        chunk = _chunk(job)
         wg = _local_size(dev, chunk)
         chunks = -(-n // chunk)
         local = [cl_local(chunk * key.itemsize), cl_local(chunk * pos.itemsize)] * 2
@@ -314,6 +314,13 @@ class CLScan:
         name = f"bincount_{input.dtype.ctype}_{out.dtype.ctype}"
         kernel = programs.get_kernel(dev, "sort", name, arg_dtypes, params)
         kernel(dev.queue, *launch_size(dev, nbins), *args)
+
+
+def _chunk(job) -> int:
+    """Elements per work-group of the local sort: a power of two whose two key + position buffers take at most
+    half the device's local memory."""
+    room = job["dev"].props.local_memory // (4 * (job["key"].itemsize + job["pos"].itemsize))
+    return min(MAX_CHUNK, _pow2(job["n"]), 1 << (room.bit_length() - 1))
 
 
 def _sort_params(kind: str, big: bool, **given) -> dict:
