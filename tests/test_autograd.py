@@ -201,6 +201,30 @@ def test_data_shares_memory_but_is_untracked(device):
     assert a.requires_grad and a.tolist() == [0.0] * 4
 
 
+UNTRACKED_OPS = [
+    lambda a, b: a + b, lambda a, b: a * 2, lambda a, b: a.exp(), lambda a, b: a.clamp(min=0), lambda a, b: -a,
+    lambda a, b: a.sum(), lambda a, b: a.mean(0), lambda a, b: a.max(), lambda a, b: a.max(1), lambda a, b: a.amax(0),
+    lambda a, b: a.view(12), lambda a, b: a.reshape(4, 3), lambda a, b: a[1:, ::2], lambda a, b: a.t(),
+    lambda a, b: a.permute(1, 0), lambda a, b: a.expand(2, 3, 4), lambda a, b: a.clone(), lambda a, b: a.double(),
+    lambda a, b: a.mm(b.t()), lambda a, b: a @ b.t(), lambda a, b: a.add_(b), lambda a, b: a.copy_(b),
+    lambda a, b: a.__setitem__(0, 1.0), lambda a, b: a.zero_(),
+]
+
+
+@pytest.mark.parametrize("op", UNTRACKED_OPS)
+def test_untracked_ops_build_no_graph(device, op, monkeypatch):
+    """When nothing requires grad (or grad mode is off) an op makes no graph node at all."""
+    from clgrad.autograd.function import BackwardCFunction
+
+    made = []
+    monkeypatch.setattr(BackwardCFunction, "__new__", lambda cls: made.append(cls) or object.__new__(cls))
+    op(clgrad.tensor(M, device=device), clgrad.tensor(M, device=device))
+    with clgrad.no_grad():
+        w = clgrad.tensor(M, device=device, requires_grad=True)
+        op(w, w * 1)
+    assert made == []
+
+
 # ---- backward and grad ---------------------------------------------------------------------------------
 def test_broadcast_gradients_are_summed_back(device):
     def fn(L, a, b, m, s):
@@ -271,6 +295,16 @@ def test_third_derivative_and_backward_create_graph(device):
         return g1, g2, g3, grad_b, L.tensor(float(grad_b.requires_grad))
 
     compare(fn, device, A)
+
+
+def test_second_backward_through_nodes_without_saved_tensors(device):
+    def fn(L, a, b):
+        out = (a + b).view(2, 2).sum() - a[1:].sum()
+        out.backward()
+        out.backward()  # nothing was saved, so nothing was freed
+        return a.grad, b.grad
+
+    compare(fn, device, A, R)
 
 
 def test_gradient_dtype_follows_the_input(device):
@@ -454,6 +488,14 @@ def view_fill_(L, a, b, m):
     c = a * 2
     c[1:3].fill_(-1)
     return c
+
+
+@pattern
+def operand_changed_after_use(L, a, b, m):
+    c = a.clone()
+    d = c * 2 + c / 4 + b.detach() * c + b  # no gradient here reads c's value
+    c.add_(1)
+    return d
 
 
 @pattern

@@ -9,6 +9,7 @@ from clgrad.autograd import Function
 from tests.helpers import assert_close
 
 X = np.array([1.0, -2.0, 3.0, 0.5], np.float32)
+R = np.array([7.0, 8.0, 9.0, 10.0], np.float32)
 
 
 def leaf(device, values=X, dtype=clgrad.float32):
@@ -361,3 +362,51 @@ def test_variable_is_a_tensor(device):
     v = clgrad.autograd.Variable(t, requires_grad=True)
     assert isinstance(v, clgrad.Tensor) and v.requires_grad and v.is_leaf
     assert isinstance(clgrad.autograd.Variable(t), clgrad.Tensor)
+
+
+def test_setup_context_style(device):
+    class Mul(Function):
+        @staticmethod
+        def forward(a, b):
+            return a * b
+
+        @staticmethod
+        def setup_context(ctx, inputs, output):
+            ctx.save_for_backward(*inputs)
+
+        @staticmethod
+        def backward(ctx, grad):
+            a, b = ctx.saved_tensors
+            return grad * b, grad * a
+
+    a, b = leaf(device), leaf(device, R)
+    Mul.apply(a, b).sum().backward()
+    assert_close(a.grad, R)
+    assert_close(b.grad, X)
+
+
+def test_once_differentiable(device):
+    from clgrad.autograd import once_differentiable
+
+    class Cube(Function):
+        @staticmethod
+        def forward(ctx, x):
+            ctx.save_for_backward(x)
+            return x ** 3
+
+        @staticmethod
+        @once_differentiable
+        def backward(ctx, grad):
+            assert not clgrad.is_grad_enabled()
+            (x,) = ctx.saved_tensors
+            return 3 * x * x * grad
+
+    x = leaf(device)
+    Cube.apply(x).sum().backward()
+    assert_close(x.grad, 3 * X * X)
+    w = leaf(device, R)  # makes the gradient reaching Cube's backward require grad
+    (g,) = clgrad.autograd.grad((Cube.apply(x) * w).sum(), x, create_graph=True)
+    assert_close(g, 3 * X * X * R)
+    with pytest.raises(RuntimeError, match="trying to differentiate twice a function that was marked with "
+                                           "@once_differentiable"):
+        g.sum().backward()

@@ -65,15 +65,15 @@ def test_matmul_shapes_layouts(device, shapes, layouts):
     check(x @ y, a, b)
 
 
-@pytest.mark.parametrize("shapes", [((17, 31), (31, 13)), ((2, 1, 3, 4), (5, 4, 2)), ((7,), (7,)), ((70, 33), (33, 130))],
-                         ids=str)
+# Dtypes change the kernels' loads, stores and accumulator: one kernel build each, whose copy paths for
+# every layout run here (dispatch paths are float32's job above).
+@pytest.mark.parametrize("shapes", [((17, 31), (31, 13)), ((70, 33), (33, 130))], ids=str)
 @pytest.mark.parametrize("dtype", DTYPES)
 def test_matmul_dtypes(device, dtype, shapes):
     _skip_fp64(device, dtype)
     a, b = rand(shapes[0], dtype), rand(shapes[1], dtype)
-    check(clgrad.matmul(make(a, device), make(b, device)), a, b)
-    if dtype not in ("float32", "int16", "int32"):  # strided loads per distinct conversion; float32 is above
-        check(clgrad.matmul(make(a, device, "transposed"), make(b, device, "sliced")), a, b)
+    for layouts in (("contiguous", "contiguous"), ("transposed", "transposed"), ("sliced", "offset")):
+        check(clgrad.matmul(make(a, device, layouts[0]), make(b, device, layouts[1])), a, b)
 
 
 @pytest.mark.parametrize("dtype", ["int8", "uint8", "int16", "int32", "int64"])
@@ -239,9 +239,11 @@ def test_both_tilings(device, monkeypatch, table, shapes):
     if device == "cpu":
         pytest.skip("OpenCL tilings")
     _force_tiling(monkeypatch, table)
-    for dtype, layouts in (("float32", ("contiguous", "transposed")), ("float16", ("transposed", "sliced"))):
-        a, b = rand(shapes[0], dtype), rand(shapes[1], dtype)
-        check(clgrad.matmul(make(a, device, layouts[0]), make(b, device, layouts[1])), a, b)
+    a, b = rand(shapes[0]), rand(shapes[1])
+    check(clgrad.matmul(make(a, device), make(b, device, "transposed")), a, b)
+    if len(shapes[0]) == 3:
+        a, b = a.astype(np.float16), b.astype(np.float16)
+        check(clgrad.matmul(make(a, device, "transposed"), make(b, device, "sliced")), a, b)
 
 
 def test_tiling_geometry():
@@ -259,9 +261,7 @@ def test_long_indices_and_batch_chunks(device, monkeypatch):
     monkeypatch.setattr(clmatmul, "INT32_MAX", 0)
     monkeypatch.setattr(clmatmul, "MAX_BATCH", 2)
     a, b = rand((5, 9, 70)), rand((70, 3))
-    check(clgrad.matmul(make(a, device, "sliced"), make(b, device)), a, b)
-    a, b = rand((5, 9, 7)), rand((5, 7, 3))
-    check(clgrad.bmm(make(a, device), make(b, device, "transposed")), a, b)
+    check(clgrad.matmul(make(a, device, "sliced"), make(b, device)), a, b)  # not foldable: a bmm of 5
 
 
 # ---- Oclgrind: odd sizes through every code path, no invalid access or data race -------------------------

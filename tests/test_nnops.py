@@ -416,6 +416,21 @@ def test_feature_dropout(device, fn, shape, channels):
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         fn(clgrad.ones(*shape, device=device), 0.5, training=False)
+    if fn is F.dropout2d:
+        with pytest.warns(UserWarning, match="Received a 3D input to dropout2d"):
+            F.dropout2d(clgrad.ones(2, 3, 4, device=device), 0.5)
+
+
+def test_dropout_gradcheck(device):
+    _skip_fp64(device)
+    x = _leaf(_rand((3, 4), "float64", 1.0), device)
+
+    def fn(v, f):
+        clgrad.manual_seed(7)  # the same mask on every call
+        return f(v, 0.4)
+
+    assert gradcheck(lambda v: fn(v, F.dropout), (x,))
+    assert gradcheck(lambda v: fn(v.reshape(3, 2, 2), F.dropout1d), (x,))
 
 
 # ---- normalization -------------------------------------------------------------------------------
@@ -510,6 +525,28 @@ def test_norm_gradcheck(device, name):
     assert gradcheck(fn, (x, w, b))
     if name != "batch_norm_eval":
         assert gradgradcheck(lambda v: fn(v, w, b), (x,))
+
+
+def test_half_kernels(device):
+    """float16 storage with float32 computation in the nll, embedding and moments kernels."""
+    a = _rand((4, 5), "float16")
+    t = np.array([1, 0, 4, 2])
+    _close(F.cross_entropy(make(a, device), make(t, device)),
+           TF.cross_entropy(torch.tensor(a).float(), torch.tensor(t)).half(), "float16")
+    w = _leaf(_rand((6, 3), "float16"), device)
+    idx = np.array([5, 1, 5, 0])
+    F.embedding(make(idx, device), w).sum().backward()
+    assert_close(w.grad, np.array([[1] * 3, [1] * 3, [0] * 3, [0] * 3, [0] * 3, [2] * 3], np.float16))
+    _close(F.layer_norm(make(a, device), (5,)), TF.layer_norm(torch.tensor(a).float(), (5,)).half(), "float16",
+           atol=1e-2)
+
+
+def test_more_gradchecks(device):
+    _skip_fp64(device)
+    x, y = (_leaf(_rand((2, 3), "float64", 1.0, seed=k), device) for k in range(2))
+    assert gradcheck(lambda a, b: F.l1_loss(a, b), (x, y))
+    assert gradcheck(lambda a: F.softmin(a, 1), (x,))
+    assert gradcheck(lambda a: F.normalize(a, dim=1), (x,))
 
 
 def test_normalize(device):

@@ -76,25 +76,33 @@ def test_sort_layouts(device, layout, dim):
     check_sort(make(a, device, layout), a, dim, False)
 
 
+@pytest.fixture(params=["row", "local"])
+def sort_path(request, monkeypatch):
+    """Run a test through both sort strategies: rows sorted by one work-item (CPU devices) or in work-groups."""
+    monkeypatch.setattr(clscan, "ROW_SORT", request.param == "row")
+    return request.param
+
+
 @pytest.mark.parametrize("n", [2047, 2049, 5003])
 @pytest.mark.parametrize("dtype", ["float32", "int64"])
-def test_sort_long_rows(device, n, dtype):
+def test_sort_long_rows(device, n, dtype, sort_path):
     """Rows longer than one work-group's chunk: the local sort plus global merge passes, odd run counts."""
     a = _data((3, n), dtype, nan=True)
     for descending in (False, True):
         check_sort(make(a, device, "transposed"), a, 1, descending)
 
 
-def test_sort_one_long_row(device):
+def test_sort_one_long_row(device, sort_path):
     a = _data((100_003,), "float32", ties=False)
     check_sort(clgrad.tensor(a, device=device), a, 0, False)
     idx = clgrad.argsort(clgrad.tensor(a, device=device), descending=True)
     assert_close(idx, ref_order(a, 0, True))
 
 
-def test_sort_small_chunks(device, monkeypatch):
-    """Tiny work-group chunks force many merge passes on short rows: stability across every merge."""
+def test_sort_small_chunks(device, monkeypatch, sort_path):
+    """Tiny chunks or row segments force many merge passes on short rows: stability across every merge."""
     monkeypatch.setattr(clscan, "MAX_CHUNK", 32)
+    monkeypatch.setattr(clscan, "SEGMENT_MIN", 20)
     for n in (33, 64, 65, 100, 257):
         a = _data((3, n), "float32", nan=True)
         check_sort(clgrad.tensor(a, device=device), a, 1, n % 2 == 0)
@@ -477,10 +485,15 @@ def test_every_kernel_oclgrind(device, capfd, monkeypatch):
     """One pass through every kernel of scan.cl.mako and sort.cl.mako at small sizes (tiny work-groups force the
     multi-chunk paths); under Oclgrind no invalid access or data race may be reported."""
     monkeypatch.setattr(clscan, "MAX_CHUNK", 16)
+    monkeypatch.setattr(clscan, "SEGMENT_MIN", 20)
     monkeypatch.setattr(clscan, "WG", 4)
     a = np.random.uniform(-3, 3, (3, 71)).astype(np.float32)
     a[0, ::5] = np.nan
     x = make(a, device, "transposed")
+    monkeypatch.setattr(clscan, "ROW_SORT", True)
+    check_sort(x, a, 1, False)  # row segments sorted per work-item + merge passes
+    check_sort(x[:1], a[:1], 1, False)  # one row, so it is split into segments
+    monkeypatch.setattr(clscan, "ROW_SORT", False)
     check_sort(x, a, 1, True)  # local sort + merge passes (non-final and final)
     check_sort(x[:, :9], a[:, :9], 1, False)  # serial insertion sort
     check_sort(x[:, :30], a[:, :30], 1, False)  # one local chunk (final)

@@ -2,14 +2,19 @@
 from __future__ import annotations
 
 from .engine import run_backward
-from .function import ANOMALY, Function, FunctionCtx
+from .function import ANOMALY, Function, FunctionCtx, once_differentiable
 from .grad_mode import (
-    enable_grad, inference_mode, is_grad_enabled, is_inference_mode_enabled, no_grad, set_grad_enabled,
+    enable_grad,
+    inference_mode,
+    is_grad_enabled,
+    is_inference_mode_enabled,
+    no_grad,
+    set_grad_enabled,
 )
 from .gradcheck import GradcheckError, gradcheck, gradgradcheck
 
 __all__ = [
-    "Function", "FunctionCtx", "Variable", "backward", "grad", "no_grad", "enable_grad", "set_grad_enabled",
+    "Function", "FunctionCtx", "once_differentiable", "Variable", "backward", "grad", "no_grad", "enable_grad", "set_grad_enabled",
     "inference_mode", "is_grad_enabled", "is_inference_mode_enabled", "gradcheck", "gradgradcheck",
     "GradcheckError", "set_detect_anomaly", "detect_anomaly", "is_anomaly_enabled", "is_anomaly_check_nan_enabled",
 ]

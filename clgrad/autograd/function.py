@@ -6,6 +6,7 @@ gradient goes (``next_functions``) and becomes the ``grad_fn`` of the outputs.
 """
 from __future__ import annotations
 
+import functools
 import re
 import traceback
 
@@ -161,10 +162,12 @@ class FunctionCtx:
         return tuple(s.unpack(self) for s in saved)
 
     def _release(self) -> None:
-        """Drop the saved tensors (and forward-time state) once backward no longer needs them."""
-        self._saved = None
-        self._freed = True
-        self.__dict__.pop("_to_save", None)
+        """Drop the saved tensors once backward no longer needs them. A node that saved none can run again,
+        as in PyTorch (a second backward through ``(a + b).sum()`` works; through ``a.exp()`` it raises)."""
+        saved = self.__dict__.get("_saved")
+        if saved and any(s.tensor is not None for s in saved):
+            self._saved = None
+            self._freed = True
 
 
 class BackwardCFunction(FunctionCtx, Node):
@@ -197,6 +200,8 @@ class Function:
         super().__init_subclass__(**kwargs)
         name = cls.__dict__.get("node_name") or f"{cls.__name__}Backward"
         cls._backward_cls = type(name, (BackwardCFunction,), {"_forward_cls": cls})
+        # PyTorch 2's other style: forward(*args) without ctx, plus setup_context(ctx, inputs, output)
+        cls._separate_ctx = cls.setup_context is not Function.setup_context
 
     def __init__(self, *args, **kwargs):
         raise RuntimeError(
@@ -209,17 +214,26 @@ class Function:
         raise NotImplementedError("You must implement the forward function for custom autograd.Function.")
 
     @staticmethod
+    def setup_context(ctx, inputs, output):
+        raise NotImplementedError("setup_context is not implemented.")
+
+    @staticmethod
     def backward(ctx, *grad_outputs):
         raise NotImplementedError("You must implement either the backward or vjp method for your custom autograd.Function to use it with backward mode AD.")
 
     @classmethod
     def apply(cls, *args, **kwargs):
         ctx = cls._backward_cls()
-        track = is_grad_enabled() and any(_is_tensor(a) and a.requires_grad for a in args)
-        ctx.needs_input_grad = tuple(_is_tensor(a) and a.requires_grad for a in args) if track else (False,) * len(args)
+        needs = tuple([_is_tensor(a) and a.requires_grad for a in args]) if is_grad_enabled() else ()
+        track = True in needs
+        ctx.needs_input_grad = needs if track else (False,) * len(args)
         prev = grad_mode.set_enabled(False)  # forward runs untracked (cheaper than a no_grad object)
         try:
-            outputs = cls.forward(ctx, *args, **kwargs)
+            if cls._separate_ctx:
+                outputs = cls.forward(*args, **kwargs)
+                cls.setup_context(ctx, args, outputs)
+            else:
+                outputs = cls.forward(ctx, *args, **kwargs)
         finally:
             grad_mode.set_enabled(prev)
         if not track:
@@ -227,6 +241,42 @@ class Function:
         if ANOMALY["enabled"]:
             ctx._forward_trace = "".join(traceback.format_stack()[:-1])
         return connect(ctx, args, outputs, cls.is_view)
+
+
+def once_differentiable(backward):
+    """Decorate a ``backward`` that is not itself differentiable (PyTorch's decorator): it runs without
+    recording, and differentiating its results (``create_graph=True``, then backward) raises."""
+
+    @functools.wraps(backward)
+    def wrapper(ctx, *grads):
+        recording = is_grad_enabled()
+        prev = grad_mode.set_enabled(False)
+        try:
+            result = backward(ctx, *grads)
+        finally:
+            grad_mode.set_enabled(prev)
+        if not (recording and any(_is_tensor(g) and g.requires_grad for g in grads)):
+            return result
+        single = not isinstance(result, tuple)
+        wrapped = tuple(_DelayedError.apply(r.detach().requires_grad_()) if _is_tensor(r) and r.dtype.is_floating_point
+                        else r for r in ((result,) if single else result))
+        return wrapped[0] if single else wrapped
+
+    return wrapper
+
+
+class _DelayedError(Function):
+    """Marks a gradient computed by a once_differentiable backward: differentiating it is an error."""
+
+    node_name = "DelayedError"
+
+    @staticmethod
+    def forward(ctx, x):
+        return x
+
+    @staticmethod
+    def backward(ctx, grad):
+        raise RuntimeError("trying to differentiate twice a function that was marked with @once_differentiable")
 
 
 from .graph import connect  # noqa: E402 - graph builds on the classes above

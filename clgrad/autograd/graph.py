@@ -13,11 +13,13 @@ def gradient_edge(t):
     A leaf holds its ``AccumulateGrad`` weakly (the graph holds it strongly), so a leaf and its
     accumulator don't keep each other alive, and every graph built from the leaf shares one accumulator.
     """
-    if not _is_tensor(t) or not t.requires_grad:
+    if not _is_tensor(t):
         return (None, 0)
     fn = t.grad_fn
     if fn is not None:
         return (fn, t._output_nr)
+    if not t._requires_grad:
+        return (None, 0)
     ref = t.__dict__.get("_accumulator")
     acc = ref() if ref is not None else None
     if acc is None:
@@ -47,12 +49,13 @@ def connect(ctx, args, outputs, is_view: bool = False):
                 dirty_views.append(out)
         elif any(out is a for a in args):
             out = out._view(out._shape, out._strides)  # an input returned as-is becomes a new alias
+        od = out.__dict__
         if id(out) in non_diff or not out.dtype.is_floating_point:
-            out.grad_fn, out._requires_grad = None, False
+            od["_grad_fn"], out._requires_grad = None, False
         else:
-            out.grad_fn, out._output_nr = ctx, i
-            if is_view or "_view_version" in out.__dict__:  # the node is right for the memory as it is now
-                out._view_version = out._storage.version
+            od["_grad_fn"], out._output_nr = ctx, i
+            if is_view or "_view_version" in od:  # the node is right for the memory as it is now
+                od["_view_version"] = out._storage.version
         result.append(out)
     ctx._output_meta = tuple([(o._shape, o.dtype, o.device) if _is_tensor(o) else None for o in result])
     to_save = d.pop("_to_save", None)

@@ -4,24 +4,21 @@
 ## A work-group of (lx, ly) work-items computes one tm x tn tile of out. Work-item (tx, ty) keeps a wm x wn
 ## block of vw-wide vectors in registers: rows ty + ly*i, columns (tx + lx*j)*vw .. +vw. GPUs want vw = 1
 ## (neighbouring work-items then read neighbouring local words); CPUs want vw = the SIMD width.
-## The k loop stages tk-deep slabs of a and b in __local memory. Tiles wholly inside the matrices are
-## copied without bounds checks, lw elements at a time along the operand's unit-stride dim (a_unit /
-## b_unit name it; '' means no unit stride: a plain gather). Edge tiles check each chunk and copy those
-## that cross the matrix edge element by element, zero-filled past M, N and K, so any size works and
-## K == 0 leaves the zeros the accumulators start with.
 ##
-## Render kwargs: name, ctype (storage type), acc (accumulator type), fp64, idx_t, tm, tn, tk, wm, wn, vw,
-## a_unit ('k', 'm' or ''), b_unit ('n', 'k' or '').
+## The k loop stages tk-deep slabs in __local memory, As[m][k] and Bs[k][n]. Each operand is copied along
+## its unit-stride dim, vw elements at a time, or gathered when it has none; which of the three copies runs
+## is decided at run time from the strides (a branch uniform over the launch), so one kernel serves every
+## layout. Tiles wholly inside the matrices skip bounds checks; edge tiles check each chunk and copy those
+## crossing the edge element by element, zero-filled past M, N and K, so any size works and K == 0 leaves
+## the zeros the accumulators start with.
+##
+## Render kwargs: name, ctype (storage type), acc (accumulator type), fp64, idx_t, tm, tn, tk, wm, wn, vw.
 <%
   lx, ly = tn // (wn * vw), tm // wm
   nt = lx * ly
-  lw = vw  # copy width of the unchecked tile copies
   half = ctype == "half"
-  # As is [tm][tk] when a's k stride is 1 (so copies along k are contiguous in local memory too), else
-  # [tk][tm]. Bs is always [tk][tn]: the inner loop reads vectors along n. With vw == 1 a padding column
-  # keeps the strided local writes and reads of GPU work-groups off a single memory bank.
+  # With vw == 1 (GPUs) a padding column keeps strided local accesses off a single memory bank.
   pad = 1 if vw == 1 else 0
-  a_rowmajor = a_unit == "k"
 
   def vt(w):
       return acc if w == 1 else f"{acc}{w}"
@@ -34,46 +31,31 @@
           return f"({acc}){ptr}[{idx}]"
       raw = f"vload{w}(0, {ptr} + {idx})"
       return raw if ctype == acc else f"convert_{acc}{w}({raw})"
-
-  def a_at(m, k):
-      return f"As[{m}][{k}]" if a_rowmajor else f"As[{k}][{m}]"
-
-  # Tile copies walk each operand's unit-stride dim fastest (a literal 1 stride there), else m / n.
-  a_fast = "k" if a_unit == "k" else "m"
-  b_fast = "k" if b_unit == "k" else "n"
-  a_sk = "1" if a_unit == "k" else "a_sk"
-  a_sm = "1" if a_unit == "m" else "a_sm"
-  b_sk = "1" if b_unit == "k" else "b_sk"
-  b_sn = "1" if b_unit == "n" else "b_sn"
 %>\
-<%def name="copy(op, checked)">\
+<%def name="copy(op, unit, checked)">\
 <%
-  # One operand's tile, as (slow, fast) index pairs: 'a' is (m, k) or (k, m), 'b' is (k, n) or (n, k).
+  # One operand's tile: a is (m, k) in As[m][k], b is (k, n) in Bs[k][n]. The copy walks `fast` fastest:
+  # the unit-stride dim (whose stride is then the literal 1), or for a gather the local row direction.
   if op == "a":
-      fast = a_fast
-      ext = {"m": tm, "k": tk}
-      stride = {"m": a_sm, "k": a_sk}
-      start = {"m": "m0", "k": "k0"}
-      limit = {"m": "M", "k": "K"}
-      unit = a_unit == fast
+      ext, start, limit = {"m": tm, "k": tk}, {"m": "m0", "k": "k0"}, {"m": "M", "k": "K"}
+      stride = {"m": "a_sm", "k": "a_sk"}
+      row = "k"
   else:
-      fast = b_fast
-      ext = {"n": tn, "k": tk}
-      stride = {"n": b_sn, "k": b_sk}
-      start = {"n": "n0", "k": "k0"}
-      limit = {"n": "N", "k": "K"}
-      unit = b_unit == fast
+      ext, start, limit = {"k": tk, "n": tn}, {"k": "k0", "n": "n0"}, {"k": "K", "n": "N"}
+      stride = {"k": "b_sk", "n": "b_sn"}
+      row = "n"
+  fast = unit or row
+  if unit:
+      stride[unit] = "1"
   slow = [d for d in ext if d != fast][0]
-  w = lw if unit and ext[fast] % lw == 0 else 1
+  w = vw if unit and ext[fast] % vw == 0 else 1
   total = ext[slow] * ext[fast]
   reps = -(-total // (w * nt))
   ss, ff = slow * 2, fast * 2
+
   def dst(f):
       idx = {slow: ss, fast: f}
-      if op == "a":
-          return a_at(idx["m"], idx["k"])
-      return f"Bs[{idx['k']}][{idx['n']}]"
-  contiguous_dst = (op == "a" and (fast == "k") == a_rowmajor) or (op == "b" and fast == "n")
+      return f"As[{idx['m']}][{idx['k']}]" if op == "a" else f"Bs[{idx['k']}][{idx['n']}]"
   slow_ok = f"{start[slow]} + {ss} < {limit[slow]}"
 %>\
             for (int r = 0; r < ${reps}; ++r) {
@@ -92,7 +74,7 @@
 %     endif
 %     if w == 1:
                 ${dst(ff)} = ${gload(op, "g", 1)};
-%     elif contiguous_dst:
+%     elif fast == row:
                 vstore${w}(${gload(op, "g", w)}, 0, &${dst(ff)});
 %     else:
                 const ${vt(w)} v = ${gload(op, "g", w)};
@@ -109,6 +91,16 @@
 %   endif
             }
 </%def>\
+<%def name="copy_any(op, units, checked)">\
+## the run-time choice of copy: along the first unit-stride dim, else a gather
+        if (${op}_s${units[0]} == 1) {
+${copy(op, units[0], checked)}\
+        } else if (${op}_s${units[1]} == 1) {
+${copy(op, units[1], checked)}\
+        } else {
+${copy(op, "", checked)}\
+        }
+</%def>\
 % if fp64:
 #pragma OPENCL EXTENSION cl_khr_fp64 : enable
 % endif
@@ -120,11 +112,7 @@ void ${name}(
     __global const ${ctype} *b, ${idx_t} b_off, ${idx_t} b_sb, ${idx_t} b_sk, ${idx_t} b_sn,
     ${idx_t} M, ${idx_t} N, ${idx_t} K)
 {
-% if a_rowmajor:
     __local ${acc} As[${tm}][${tk + pad}];
-% else:
-    __local ${acc} As[${tk}][${tm + pad}];
-% endif
     __local ${acc} Bs[${tk}][${tn + pad}];
     const int tx = get_local_id(0), ty = get_local_id(1);
     const int tid = ty * ${lx} + tx;
@@ -138,14 +126,14 @@ void ${name}(
     for (${idx_t} k0 = 0; k0 < K; k0 += ${tk}) {
         // the branches are uniform over the work-group: only edge tiles pay for bounds checks
         if (m0 + ${tm} <= M && k0 + ${tk} <= K) {
-${copy("a", False)}\
+${copy_any("a", ("k", "m"), False)}\
         } else {
-${copy("a", True)}\
+${copy_any("a", ("k", "m"), True)}\
         }
         if (n0 + ${tn} <= N && k0 + ${tk} <= K) {
-${copy("b", False)}\
+${copy_any("b", ("n", "k"), False)}\
         } else {
-${copy("b", True)}\
+${copy_any("b", ("n", "k"), True)}\
         }
         barrier(CLK_LOCAL_MEM_FENCE);
         for (int kk = 0; kk < ${tk}; ++kk) {
@@ -158,7 +146,7 @@ ${copy("b", True)}\
 % endfor
 % for i in range(wm):
             {
-                const ${acc} av = ${a_at(f"ty + {ly * i}", "kk")};
+                const ${acc} av = As[ty + ${ly * i}][kk];
 %   for j in range(wn):
                 acc${i}_${j} += av * b${j};
 %   endfor

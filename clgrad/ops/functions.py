@@ -88,11 +88,35 @@ class _Overloaded(Elementwise):
         return _apply(cls if name is None else _variant(cls, name), *operands, compute=compute)
 
 
+class _MulDiv(Elementwise):
+    """mul and div save only the operands their needed gradients read, as PyTorch does: ``x * 2`` keeps
+    nothing of ``x``, so changing ``x`` in place afterwards is no error (and holds no memory)."""
+
+    @classmethod
+    def forward(cls, ctx, a, b, compute=None):
+        out = P.apply(cls.op, a, b, compute=compute)
+        need_a, need_b = ctx.needs_input_grad
+        keep_a = need_b  # d(a*b)/db = a, d(a/b)/db = -a/b^2
+        keep_b = need_a or (need_b and cls.op == "div")
+        ctx.save_for_backward(a if keep_a and P.is_tensor(a) else None, b if keep_b and P.is_tensor(b) else None)
+        ctx.scalars = (None if P.is_tensor(a) else a, None if P.is_tensor(b) else b)
+        return out
+
+    @classmethod
+    def backward(cls, ctx, grad):
+        saved = ctx.saved_tensors
+        a, b = (s if s is not None else c for s, c in zip(saved, ctx.scalars))
+        need_a, need_b = ctx.needs_input_grad
+        if cls.op == "mul":
+            return grad * b if need_a else None, grad * a if need_b else None
+        return grad / b if need_a else None, -grad * a / (b * b) if need_b else None
+
+
 _NODE_NAMES = {"square": "PowBackward0"}  # ops PyTorch records under another op's node
 
 
 def _elementwise_class(name: str):
-    base = _Overloaded if name in _NAMES else Elementwise
+    base = _Overloaded if name in _NAMES else _MulDiv if name in ("mul", "div") else Elementwise
     node = _NODE_NAMES.get(name, f"{_camel(name)}Backward0")
     return type(_camel(name), (base,), {"op": name, "node_name": node})
 

@@ -21,9 +21,9 @@ PER = 8  # elements each work-item scans serially in the block scan (a chunk is 
 SERIAL_SCAN = 64  # rows at most this long get a work-item each; so does any row when rows fill a CPU device
 SERIAL_SORT = 16  # rows at most this long are insertion-sorted by one work-item
 MAX_CHUNK = 2048  # elements one work-group sorts in __local memory (bounded by the device's local memory too)
-# CPU devices sort rows serially (a merge sort per work-item beats barrier-synchronised work-groups there);
-# tests turn this off to run the GPU path on PoCL
-ROW_SORT_ON_CPU = True
+# CPU devices sort rows serially (a merge sort per work-item beats barrier-synchronised work-groups there).
+# None chooses by device type; tests set True / False to run either path on any device.
+ROW_SORT: bool | None = None
 SEGMENT_MIN = 4096  # shortest row segment a CPU work-item sorts when rows are too few to fill the device
 RUN = 16  # runs the per-row merge sort insertion-sorts first
 
@@ -183,7 +183,7 @@ class CLScan:
             args = [s.buf, s.off, s.step, *job["final"], *_outer_values(oshape, s.ostr, o.ostr), rows, n]
             self._sort_launch(job, "serial", args, gsize, lsize, final=True)
             return
-        on_cpu = dev.rank == 2 and ROW_SORT_ON_CPU
+        on_cpu = dev.rank == 2 if ROW_SORT is None else ROW_SORT
         if not on_cpu and n <= _chunk(job):
             self._local_sort(job, s, o, None)
             return
