@@ -61,6 +61,26 @@ def test_non_tensor_args_kwargs_and_ctx_attributes(device):
     assert_close(x.grad, np.full(4, 3.0, np.float32))
 
 
+def test_keyword_tensor_arguments_are_inputs(device):
+    class Affine(Function):
+        @staticmethod
+        def forward(ctx, x, weight=None, bias=0.0):
+            ctx.save_for_backward(x, weight)
+            return x * weight + bias
+
+        @staticmethod
+        def backward(ctx, grad):
+            x, weight = ctx.saved_tensors
+            return grad * weight, grad * x, None
+
+    x, w = leaf(device), leaf(device, R)
+    y = Affine.apply(x, weight=w)  # bound to positions as PyTorch does: w is an input of the node
+    assert len(y.grad_fn.next_functions) == 2
+    y.sum().backward()
+    assert_close(x.grad, R)
+    assert_close(w.grad, X)
+
+
 def test_needs_input_grad(device):
     seen = []
 

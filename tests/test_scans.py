@@ -241,6 +241,12 @@ def test_scan_small_chunks(device, monkeypatch):
     for n in (65, 100, 1000):
         a = _data((2, n), "int64")
         check_scan("sum", clgrad.tensor(a, device=device), a, 1)
+    # the reverse scan (cumsum's gradient) through the same passes, on a transposed gradient
+    x = clgrad.zeros(2, 300, device=device, requires_grad=True)
+    g = np.random.uniform(-1, 1, (2, 300)).astype(np.float32)
+    clgrad.cumsum(x, 1).backward(make(g, device, "transposed"))
+    want = np.flip(np.cumsum(np.flip(g.astype(np.float64), 1), 1), 1)
+    assert_close(x.grad, want.astype(np.float32), rtol=1e-5, atol=1e-5)
 
 
 # ---- unique / bincount ---------------------------------------------------------------------------

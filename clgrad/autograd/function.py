@@ -7,6 +7,7 @@ gradient goes (``next_functions``) and becomes the ``grad_fn`` of the outputs.
 from __future__ import annotations
 
 import functools
+import inspect
 import re
 import traceback
 
@@ -223,6 +224,8 @@ class Function:
 
     @classmethod
     def apply(cls, *args, **kwargs):
+        if kwargs:
+            args, kwargs = cls._bind(args, kwargs)
         ctx = cls._backward_cls()
         needs = tuple([_is_tensor(a) and a.requires_grad for a in args]) if is_grad_enabled() else ()
         track = True in needs
@@ -241,6 +244,22 @@ class Function:
         if ANOMALY["enabled"]:
             ctx._forward_trace = "".join(traceback.format_stack()[:-1])
         return connect(ctx, args, outputs, cls.is_view)
+
+
+    @classmethod
+    def _bind(cls, args, kwargs):
+        """Arguments given by keyword become positional (defaults filled in), as PyTorch binds them, so a
+        tensor passed as ``weight=w`` is an input of the node too; keyword-only ones stay keywords."""
+        sig = cls.__dict__.get("_signature")
+        if sig is None:
+            sig = cls._signature = inspect.signature(cls.forward)
+            cls._keyword_only = {n for n, p in sig.parameters.items() if p.kind is p.KEYWORD_ONLY}
+        if kwargs.keys() <= cls._keyword_only:
+            return args, kwargs  # the common case for built-in ops (``compute=``): nothing to move
+        lead = () if cls._separate_ctx else (None,)
+        bound = sig.bind(*lead, *args, **kwargs)
+        bound.apply_defaults()
+        return bound.args[len(lead):], bound.kwargs
 
 
 def once_differentiable(backward):

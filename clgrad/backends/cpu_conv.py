@@ -162,6 +162,14 @@ class CPUConv:
         for ki, kj in _taps(win):
             out[:, :, ki, kj] = xp[(slice(None), slice(None)) + _tap(win, ki, kj)]
 
+    def conv_bias(self, out, bias) -> None:
+        """out [N, C, ...] (contiguous) += bias [C] per channel, computed as the elementwise add would."""
+        from .cpu import view_of
+
+        o = view_of(out)
+        b = _host(bias).reshape((1, -1) + (1,) * (o.ndim - 2))
+        _store(out, o.astype(b.dtype) + b)
+
     def col2im(self, out, cols, win: Window) -> None:
         """out [N, C, H, W] = the sum of cols' taps back at the input positions they came from (im2col's adjoint)."""
         n, c, h, w = out.shape

@@ -8,12 +8,17 @@
 ## One work-item per row (im2col: per block of RB rows), looping along it: PoCL pays ~20 ns per work-item that it
 ## cannot vectorize, so rows (not elements) keep that cost and the index divisions off the per-element path.
 ##
-## Render kwargs: name, kind ('im2col' | 'col2im'), ctype (storage type: im2col copies the bits, so 'ushort',
+## 'bias' adds a per-channel bias to a contiguous [N, C, L] output, one work-item per (n, c) row.
+##
+## Render kwargs: name, kind ('im2col' | 'col2im' | 'bias'), ctype (storage type: im2col copies the bits, so 'ushort',
 ## 'uint' or 'ulong' of the element's width; col2im: 'half', 'float' or 'double'), acc (col2im's output and
-## accumulator type: 'float' or 'double'), fp64, idx_t.
+## accumulator type: 'float' or 'double'; bias: the compute type), fp64, idx_t.
 <%
   def load(ptr, i):
       return f"vload_half({i}, {ptr})" if ctype == "half" else f"({acc}){ptr}[{i}]"
+
+  def store(ptr, i, v):
+      return f"vstore_half_rte({v}, {i}, {ptr})" if ctype == "half" else f"{ptr}[{i}] = ({ctype})({v})"
 %>\
 % if fp64:
 #pragma OPENCL EXTENSION cl_khr_fp64 : enable
@@ -56,7 +61,12 @@ __kernel void ${name}(
             continue;
         }
         for (IDX ow = 0; ow < lo; ++ow) dst[ow] = 0;
-        for (IDX ow = lo; ow < hi; ++ow) dst[ow] = x[base + h * xs2 + (w0 + ow * SW) * xs3];
+        if (SW * xs3 == 1) {  // a plain copy, which the compiler vectorizes (2x faster on PoCL)
+            __global const ${ctype} *src = x + (base + h * xs2 + w0 + lo);
+            for (IDX i = 0; i < hi - lo; ++i) dst[lo + i] = src[i];
+        } else {
+            for (IDX ow = lo; ow < hi; ++ow) dst[ow] = x[base + h * xs2 + (w0 + ow * SW) * xs3];
+        }
         for (IDX ow = hi; ow < OW; ++ow) dst[ow] = 0;
     }
 }
@@ -82,8 +92,21 @@ __kernel void ${name}(
             IDX lo, hi;
             inside(w0, SW, W, OW, &lo, &hi);
             const IDX src = cols_off + ((nc * KH + ki) * KW + kj) * OH * OW + oh * OW;
-            for (IDX ow = lo; ow < hi; ++ow) dst[w0 + ow * SW] += ${load("cols", "src + ow")};
+            if (SW == 1) {  // contiguous: the compiler vectorizes it
+                __global ${acc} *d = dst + (w0 + lo);
+                for (IDX i = 0; i < hi - lo; ++i) d[i] += ${load("cols", "src + lo + i")};
+            } else {
+                for (IDX ow = lo; ow < hi; ++ow) dst[w0 + ow * SW] += ${load("cols", "src + ow")};
+            }
         }
     }
+}
+% elif kind == "bias":
+__kernel void ${name}(__global ${ctype} *out, __global const ${ctype} *b, IDX b_off, IDX bs, IDX C, IDX L, IDX rows)
+{
+    if (get_global_id(0) >= (size_t)rows) return;
+    const IDX row = (IDX)get_global_id(0);
+    const ${acc} v = ${load("b", "b_off + (row % C) * bs")};
+    for (IDX i = row * L; i < row * L + L; ++i) ${store("out", "i", load("out", "i") + " + v")};
 }
 % endif

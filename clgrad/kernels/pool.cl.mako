@@ -45,15 +45,17 @@ ${plane("x")}\
         const IDX w1 = min(w0 + (KW - 1) * DW + 1, W);
         while (w0 < 0) w0 += DW;
         ACC best = -INFINITY;
-        long bi = (long)h0 * W + w0;
+        IDX bh = h0, bw = w0;
         for (IDX h = h0; h < h1; h += DH) {
+            const IDX r = x_plane + h * xs2;
             for (IDX w = w0; w < w1; w += DW) {
-                const ACC v = ${load("x", "x_plane + h * xs2 + w * xs3")};
-                if (v > best || isnan(v)) { best = v; bi = (long)h * W + w; }
+                const ACC v = ${load("x", "r + w * xs3")};
+                // v != v is isnan(v): PoCL calls isnan out of line, which halves this kernel's speed
+                if (v > best || v != v) { best = v; bh = h; bw = w; }
             }
         }
         ${store("out", "row * OW + ow", "best")};
-        ind[row * OW + ow] = bi;
+        ind[row * OW + ow] = (long)bh * W + bw;
     }
 }
 % elif kind == "max_pool_bwd":

@@ -93,7 +93,7 @@ class _MulDiv(Elementwise):
     nothing of ``x``, so changing ``x`` in place afterwards is no error (and holds no memory)."""
 
     @classmethod
-    def forward(cls, ctx, a, b, compute=None):
+    def forward(cls, ctx, a, b, *, compute=None):
         out = P.apply(cls.op, a, b, compute=compute)
         need_a, need_b = ctx.needs_input_grad
         keep_a = need_b  # d(a*b)/db = a, d(a/b)/db = -a/b^2

@@ -87,6 +87,13 @@ class CLConv:
         self._conv_launch(dev, "conv", "im2col", x.dtype, items, args, max(cols.numel(), x._storage.size),
                           ctype=_BITS[x.dtype.itemsize])
 
+    def conv_bias(self, out, bias) -> None:
+        """out [N, C, ...] (contiguous) += bias [C] per channel."""
+        n, c = out.shape[:2]
+        rows, length = n * c, out.numel() // max(n * c, 1)
+        args = [_data(out), _data(bias), bias._offset, bias._strides[0], c, length, rows]
+        self._conv_launch(self.dev(out), "conv", "bias", out.dtype, rows, args, max(out.numel(), bias._storage.size))
+
     def col2im(self, out, cols, win) -> None:
         n, c, h, w = out.shape
         acc = self._conv_acc(out)

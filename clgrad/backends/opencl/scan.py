@@ -111,24 +111,24 @@ class CLScan:
             return
         # several chunks per row: chunk scans to scratch, a scan of the chunk totals, then the carry pass
         acc = job["acc"]
-        scratch = self._tmp(dev, acc, rows * n)
-        part = self._tmp(dev, acc, rows * chunks)
-        carry = self._tmp(dev, acc, rows * chunks)
+        scratch = self._scan_tmp(dev, acc, rows * n)
+        part = self._scan_tmp(dev, acc, rows * chunks)
+        carry = self._scan_tmp(dev, acc, rows * chunks)
         self._scan_launch(job, "block", in_ctype, s, out_ctype, o, oshape, rows, n, (wg * chunks, rows), (wg, 1),
                           scratch=(scratch.data, part.data))
         totals = Rows(part.data, 0, 1, [chunks])
         self._scan(job, acc.ctype, totals, acc.ctype, Rows(carry.data, 0, 1, [chunks]), [rows], rows, chunks)
-        gsize, lsize = self._grid2(dev, n, rows)
+        gsize, lsize = self._scan_grid2(dev, n, rows)
         self._scan_launch(job, "carry", acc.ctype, s, out_ctype, o, oshape, rows, n, gsize, lsize,
                           scratch=(scratch.data, carry.data), chunk=(wg * PER, chunks))
 
-    def _tmp(self, dev, dt: D.dtype, size: int):
+    def _scan_tmp(self, dev, dt: D.dtype, size: int):
         from ...device import device
 
         return self.empty(device("opencl", dev.index), dt, size)
 
     @staticmethod
-    def _grid2(dev, n: int, rows: int):
+    def _scan_grid2(dev, n: int, rows: int):
         if dev.rank == 2:
             return (n, rows), None
         return (-(-n // WG) * WG, rows), (WG, 1)
@@ -189,10 +189,10 @@ class CLScan:
             return
         # ping-pong scratch of keys and positions; the Storage objects must outlive the launches (freeing one
         # returns its buffer to the pool, where the next allocation of the same size would find it)
-        held = [self._tmp(dev, dt, rows * n) for dt in (key, job["pos"], key, job["pos"])]
+        held = [self._scan_tmp(dev, dt, rows * n) for dt in (key, job["pos"], key, job["pos"])]
         a, b = [held[0].data, held[1].data], [held[2].data, held[3].data]
         w = self._segsort(job, s, o, a, b) if on_cpu else self._local_sort(job, s, o, a)
-        gsize, lsize = self._grid2(dev, n, rows)
+        gsize, lsize = self._scan_grid2(dev, n, rows)
         while w < n:  # merge runs of width w pairwise until one run spans the row
             final = 2 * w >= n
             dest = [*job["final"], *_outer_values(oshape, o.ostr)] if final else b
@@ -251,7 +251,7 @@ class CLScan:
         n, m, inner = _nmi(src, index, dim)
         args = [src._storage.data, src._offset, index._storage.data, index._offset, out._storage.data, out._offset,
                 m, n, inner, out.numel()]
-        self._index_launch(out, "gather", args, dict(iota=False, masked=False), src, index)
+        self._sort_helper_launch(out, "gather", args, dict(iota=False, masked=False), src, index)
 
     def scatter_dim(self, src, dim: int, index, out, mask=None) -> None:
         """``out[..., index[..., j, ...], ...] = src[..., j, ...]`` (``j`` itself when src is None) where
@@ -269,9 +269,9 @@ class CLScan:
             mask = mask.contiguous()
             args += [mask._storage.data, mask._offset]
         args += [out._storage.data, out._offset, m, n, inner, index.numel()]
-        self._index_launch(out, "scatter", args, dict(iota=src is None, masked=mask is not None), out, index)
+        self._sort_helper_launch(out, "scatter", args, dict(iota=src is None, masked=mask is not None), out, index)
 
-    def _index_launch(self, out, kind, args, flags, *tensors) -> None:
+    def _sort_helper_launch(self, out, kind, args, flags, *tensors) -> None:
         dev = self.dev(out)
         big = _big(*tensors, out, extra=2 * out._storage.size)
         idx_np = np.int64 if big else np.int32
