@@ -114,13 +114,9 @@ NAMES = [
     lambda a, b: a.clamp(0, 1), lambda a, b: a.clamp(min=0), lambda a, b: a.clamp(max=b),
     lambda a, b: a.as_strided((2,), (1,)),
 ]
-# ops whose public entry points (outside the autograd core) don't route to the right node yet
+# ops routed through entry points outside the autograd core (methods.py, linalg.py)
 NAMES_PENDING = [
-    pytest.param(lambda a, b: a.t(), marks=pytest.mark.xfail(reason="methods.py: t() should use functions.T")),
-    pytest.param(lambda a, b: a.transpose(0, 1),
-                 marks=pytest.mark.xfail(reason="methods.py: transpose() should use functions.Transpose")),
-    pytest.param(lambda a, b: a.mm(b.t()), marks=pytest.mark.xfail(reason="linalg.mm: no autograd wiring yet")),
-    pytest.param(lambda a, b: a @ b.t(), marks=pytest.mark.xfail(reason="linalg.matmul: no autograd wiring yet")),
+    lambda a, b: a.t(), lambda a, b: a.transpose(0, 1), lambda a, b: a.mm(b.t()), lambda a, b: a @ b.t(),
 ]
 
 

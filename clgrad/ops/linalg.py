@@ -9,7 +9,9 @@ import math
 
 from .. import backends
 from .. import dtypes as D
+from ..autograd.graph import needs_graph
 from . import pointwise as P
+from .functions import Matmul
 from . import shape as S
 from .views import broadcast_shapes
 
@@ -47,6 +49,8 @@ def _product(op: str, a, b):
 def mm(input, mat2):
     """Matrix product of two 2-D tensors: ``clgrad.mm(a, b)`` for a [n, m] and b [m, p] gives [n, p]."""
     _check_tensors("mm", input=input, mat2=mat2)
+    if needs_graph(input, mat2):
+        return Matmul.apply(input, mat2, "mm")
     if input.dim() != 2:
         raise RuntimeError("self must be a matrix")
     if mat2.dim() != 2:
@@ -65,6 +69,8 @@ def mm(input, mat2):
 def bmm(input, mat2):
     """Batched matrix product of 3-D tensors with equal batch: [b, n, m] @ [b, m, p] gives [b, n, p]."""
     _check_tensors("bmm", input=input, mat2=mat2)
+    if needs_graph(input, mat2):
+        return Matmul.apply(input, mat2, "bmm")
     if input.dim() != 3:
         raise RuntimeError("batch1 must be a 3D tensor")
     if mat2.dim() != 3:
@@ -85,6 +91,8 @@ def bmm(input, mat2):
 def mv(input, vec):
     """Matrix-vector product: [n, m] @ [m] gives [n]. ``clgrad.mv(a, x)``."""
     _check_tensors("mv", input=input, vec=vec)
+    if needs_graph(input, vec):
+        return Matmul.apply(input, vec, "mv")
     if input.dim() != 2 or vec.dim() != 1:
         raise RuntimeError(f"vector + matrix @ vector expected, got 1, {input.dim()}, {vec.dim()}")
     if input.shape[1] != vec.shape[0]:
@@ -99,6 +107,8 @@ def mv(input, vec):
 def dot(input, tensor):
     """Dot product of two 1-D tensors of equal length, as a 0-dim tensor: ``clgrad.dot(x, y)``."""
     _check_tensors("dot", input=input, tensor=tensor)
+    if needs_graph(input, tensor):
+        return Matmul.apply(input, tensor, "dot")
     if input.dim() != 1 or tensor.dim() != 1:
         raise RuntimeError(f"1D tensors expected, but got {input.dim()}D and {tensor.dim()}D tensors")
     if input.dtype is not tensor.dtype:
@@ -123,7 +133,7 @@ def outer(input, vec2):
     for name, v in (("self", input), ("vec2", vec2)):
         if v.dim() != 1:
             raise RuntimeError(f"outer: Expected 1-D argument {name}, but got {v.dim()}-D")
-    return P.apply("mul", S.unsqueeze(input, 1), vec2)
+    return input.unsqueeze(1) * vec2  # differentiable through the Tensor methods
 
 
 def _should_fold(t1, t2) -> bool:
@@ -175,6 +185,8 @@ def matmul(input, other):
     clgrad.Size([2, 5, 3, 2])
     """
     _check_tensors("matmul", input=input, other=other)
+    if needs_graph(input, other):
+        return Matmul.apply(input, other, "matmul")
     d1, d2 = input.dim(), other.dim()
     if d1 == 0 or d2 == 0:
         raise RuntimeError(f"both arguments to matmul need to be at least 1D, but they are {d1}D and {d2}D")

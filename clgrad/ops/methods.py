@@ -76,13 +76,13 @@ def _permute(self, *dims):
     return S.permute(self, *dims)
 
 
-def _transpose(self, dim0, dim1):
+def _transpose(self, dim0, dim1, node=None):
     if not needs_graph(self):
         return S.transpose(self, dim0, dim1)
     order = list(range(self.dim()))
     d0, d1 = V.wrap_dim(dim0, self.dim()), V.wrap_dim(dim1, self.dim())
     order[d0], order[d1] = order[d1], order[d0]
-    return F.Permute.apply(self, tuple(order))
+    return (node or F.Transpose).apply(self, tuple(order))
 
 
 def _expand(self, *sizes):
@@ -109,7 +109,7 @@ def install(T) -> None:
     T.expand = _expand
     T.__setitem__ = S.setitem
     T.transpose = T.swapaxes = T.swapdims = _transpose
-    T.t = lambda self: _transpose(self, 0, 1) if self.dim() == 2 else S.t_(self)
+    T.t = lambda self: _transpose(self, 0, 1, F.T) if self.dim() == 2 else S.t_(self)
     T.view_as = lambda self, other: self.view(other.shape)
     T.reshape_as = lambda self, other: self.reshape(other.shape)
     T.expand_as = lambda self, other: _expand(self, other.shape)
