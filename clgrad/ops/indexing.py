@@ -16,8 +16,8 @@ import numpy as np
 
 from .. import backends
 from .. import dtypes as D
-from ..autograd.function import Function
 from ..autograd.graph import inplace, needs_graph
+from . import index_grad as G
 from . import pointwise as P
 from . import views as V
 
@@ -224,7 +224,7 @@ def index(x, indices):
     """``x[indices]`` for a list of index tensors (bool masks allowed) and None, one per leading dim of x."""
     indices, checked = _expand_indices(x, list(indices))
     if needs_graph(x):
-        return Index.apply(x, checked, *indices)
+        return G.Index.apply(x, checked, *indices)
     return _index(x, indices, checked)
 
 
@@ -246,8 +246,8 @@ def _index_put(x, indices, values, accumulate, in_place: bool):
     accumulate = bool(accumulate)
     if needs_graph(x, values):
         if in_place:
-            return inplace(x, lambda old: IndexPut.apply(old, values, accumulate, checked, *indices))
-        return IndexPut.apply(x, values, accumulate, checked, *indices)
+            return inplace(x, lambda old: G.IndexPut.apply(old, values, accumulate, checked, *indices))
+        return G.IndexPut.apply(x, values, accumulate, checked, *indices)
     out = x if in_place else x.clone()
     _index_put_raw(out, indices, values, accumulate, checked)
     return out
@@ -419,7 +419,7 @@ def gather(input, dim, index, *, sparse_grad=False):  # noqa: A002
             )
     index = index.to(P.common_device([input, index]), D.int64)
     if needs_graph(input):
-        return Gather.apply(input, d, index)
+        return G.Gather.apply(input, d, index)
     return _gather(input, d, index)
 
 
@@ -462,7 +462,7 @@ def _scatter(name, x, dim, index, src, reduce, in_place: bool):
     index = index.to(x.device)
     if P.is_tensor(src):
         P.common_device([x, index, src])
-    fn = ScatterAdd if name == "scatter_add" else Scatter if P.is_tensor(src) else ScatterValue
+    fn = G.ScatterAdd if name == "scatter_add" else G.Scatter if P.is_tensor(src) else G.ScatterValue
     if needs_graph(x, src):
         if in_place:
             return inplace(x, lambda old: fn.apply(old, d, index, src, reduce))
@@ -557,7 +557,7 @@ def index_select(input, dim, index):  # noqa: A002
         raise IndexError(f"index_select(): Index to scalar can have only 1 value, got {index.numel()} value(s)")
     index = index.to(P.common_device([input, index]), D.int64)
     if needs_graph(input):
-        return IndexSelect.apply(input, d, index)
+        return G.IndexSelect.apply(input, d, index)
     return _index_select(input, d, index)
 
 
@@ -593,8 +593,8 @@ def _index_add(x, dim, index, source, alpha, in_place: bool):
         source = source * alpha
     if needs_graph(x, source):
         if in_place:
-            return inplace(x, lambda old: IndexAdd.apply(old, d, index, source))
-        return IndexAdd.apply(x, d, index, source)
+            return inplace(x, lambda old: G.IndexAdd.apply(old, d, index, source))
+        return G.IndexAdd.apply(x, d, index, source)
     out = x if in_place else x.clone()
     _index_add_raw(out, d, index, source)
     return out
@@ -624,8 +624,8 @@ def _index_fill(x, dim, index, value, in_place: bool):
     index = index.to(x.device, D.int64)
     if needs_graph(x, value):
         if in_place:
-            return inplace(x, lambda old: IndexFill.apply(old, d, index, value))
-        return IndexFill.apply(x, d, index, value)
+            return inplace(x, lambda old: G.IndexFill.apply(old, d, index, value))
+        return G.IndexFill.apply(x, d, index, value)
     out = x if in_place else x.clone()
     _index_fill_raw(out, d, index, value)
     return out
@@ -662,7 +662,7 @@ def masked_fill(input, mask, value):  # noqa: A002
     """``value`` where ``mask`` (bool, broadcast) is true, else ``input``: ``x.masked_fill(x < 0, 0)``."""
     _fill_checks(mask, value)
     if needs_graph(input, value):
-        return (MaskedFillTensor if P.is_tensor(value) else MaskedFill).apply(input, mask, value)
+        return (G.MaskedFillTensor if P.is_tensor(value) else G.MaskedFill).apply(input, mask, value)
     return _masked_fill_raw(input, mask, value)
 
 
@@ -688,7 +688,7 @@ def masked_select(input, mask):  # noqa: A002
         raise RuntimeError("masked_select: expected BoolTensor for mask")
     P.common_device([input, mask])
     if needs_graph(input):
-        return MaskedSelect.apply(input, mask)
+        return G.MaskedSelect.apply(input, mask)
     return _masked_select(input, mask)[0]
 
 
@@ -717,211 +717,6 @@ def where(condition, input=None, other=None):  # noqa: A002
     from .math import where as choose
 
     return choose(condition, input, other)
-
-
-# ---- autograd ---------------------------------------------------------------------------------------
-
-
-def _reduce_to(g, shape):
-    """Sum a gradient over the dims broadcasting added (after dropping the value's leading 1s, as setitem)."""
-    shape = tuple(shape)
-    strip = shape
-    while len(strip) > g.dim() and strip[0] == 1:
-        strip = strip[1:]
-    lead = g.dim() - len(strip)
-    dims = tuple(range(lead)) + tuple(lead + i for i, n in enumerate(strip) if n == 1 and g._shape[lead + i] != 1)
-    if dims:
-        g = g.sum(dim=dims, keepdim=True)
-    return g.reshape(shape) if tuple(g._shape) != shape else g
-
-
-def _pad_to(g, shape):
-    """``g`` in the top corner of zeros of ``shape`` (scatter's src may be larger than its index)."""
-    if tuple(g._shape) == tuple(shape):
-        return g
-    z = _zeros(shape, g)
-    z[tuple(slice(0, n) for n in g._shape)] = g
-    return z
-
-
-class Index(Function):
-    node_name = "IndexBackward0"
-
-    @staticmethod
-    def forward(ctx, x, checked, *indices):
-        ctx.meta = (x._shape, x.dtype, x.device)
-        _save_indices(ctx, indices)
-        return _index(x, list(indices), checked)
-
-    @staticmethod
-    def backward(ctx, grad):
-        from .creation import zeros
-
-        shape, dt, dev = ctx.meta
-        indices = _saved_indices(ctx)
-        g = index_put(zeros(shape, dtype=dt, device=dev), indices, grad, accumulate=True)
-        return (g, None) + (None,) * len(indices)
-
-
-class IndexPut(Function):
-    node_name = "IndexPutBackward0"
-
-    @staticmethod
-    def forward(ctx, x, values, accumulate, checked, *indices):
-        ctx.accumulate = accumulate
-        ctx.vshape = values._shape if P.is_tensor(values) else None
-        _save_indices(ctx, indices)
-        out = x.clone()
-        _index_put_raw(out, list(indices), values, accumulate, checked)
-        return out
-
-    @staticmethod
-    def backward(ctx, grad):
-        indices = _saved_indices(ctx)
-        gx = gv = None
-        if ctx.needs_input_grad[0]:
-            gx = grad if ctx.accumulate else index_put(grad, indices, _zeros((), grad))
-        if ctx.needs_input_grad[1]:
-            gv = _reduce_to(index(grad, indices), ctx.vshape)
-        return (gx, gv, None, None) + (None,) * len(indices)
-
-
-class Gather(Function):
-    node_name = "GatherBackward0"
-
-    @staticmethod
-    def forward(ctx, x, dim, index):
-        ctx.meta = (x._shape, dim)
-        ctx.save_for_backward(index)
-        return _gather(x, dim, index)
-
-    @staticmethod
-    def backward(ctx, grad):
-        (index,) = ctx.saved_tensors
-        shape, dim = ctx.meta
-        return scatter_add(_zeros(shape, grad), dim, index, grad), None, None
-
-
-class Scatter(Function):
-    node_name = "ScatterBackward0"
-
-    @staticmethod
-    def forward(ctx, x, dim, index, src, reduce):
-        ctx.meta = (dim, reduce, src._shape if P.is_tensor(src) else None)
-        ctx.save_for_backward(index)
-        out = x.clone()
-        _scatter_raw(out, dim, index, src, _REDUCE_MODES[reduce])
-        return out
-
-    @staticmethod
-    def backward(ctx, grad):
-        (index,) = ctx.saved_tensors
-        dim, reduce, src_shape = ctx.meta
-        if reduce == "multiply":
-            raise NotImplementedError("the derivative of scatter with reduce='multiply' is not implemented")
-        gx = gsrc = None
-        if ctx.needs_input_grad[0]:
-            gx = grad if reduce == "add" else scatter(grad, dim, index, 0)
-        if src_shape is not None and ctx.needs_input_grad[3]:
-            gsrc = _pad_to(gather(grad, dim, index), src_shape)
-        return gx, None, None, gsrc, None
-
-
-class ScatterValue(Scatter):
-    node_name = "ScatterBackward1"
-
-
-class ScatterAdd(Scatter):
-    node_name = "ScatterAddBackward0"
-
-
-class IndexSelect(Function):
-    node_name = "IndexSelectBackward0"
-
-    @staticmethod
-    def forward(ctx, x, dim, index):
-        ctx.meta = (x._shape, dim)
-        ctx.save_for_backward(index)
-        return _index_select(x, dim, index)
-
-    @staticmethod
-    def backward(ctx, grad):
-        (index,) = ctx.saved_tensors
-        shape, dim = ctx.meta
-        return index_add(_zeros(shape, grad), dim, index, grad.reshape(grad._shape or (1,))), None, None
-
-
-class IndexAdd(Function):
-    node_name = "IndexAddBackward0"
-
-    @staticmethod
-    def forward(ctx, x, dim, index, source):
-        ctx.meta = (dim, source._shape)
-        ctx.save_for_backward(index)
-        out = x.clone()
-        _index_add_raw(out, dim, index, source)
-        return out
-
-    @staticmethod
-    def backward(ctx, grad):
-        (index,) = ctx.saved_tensors
-        dim, src_shape = ctx.meta
-        gsrc = index_select(grad, dim, index).reshape(src_shape) if ctx.needs_input_grad[3] else None
-        return grad, None, None, gsrc
-
-
-class IndexFill(Function):
-    node_name = "IndexFillBackward0"
-
-    @staticmethod
-    def forward(ctx, x, dim, index, value):
-        ctx.dim = dim
-        ctx.save_for_backward(index)
-        out = x.clone()
-        _index_fill_raw(out, dim, index, value)
-        return out
-
-    @staticmethod
-    def backward(ctx, grad):
-        (index,) = ctx.saved_tensors
-        gv = index_select(grad, ctx.dim, index).sum() if ctx.needs_input_grad[3] else None
-        return index_fill(grad, ctx.dim, index, 0), None, None, gv
-
-
-class MaskedFill(Function):
-    node_name = "MaskedFillBackward0"
-
-    @staticmethod
-    def forward(ctx, x, mask, value):
-        ctx.save_for_backward(mask)
-        return _masked_fill_raw(x, mask, value)
-
-    @staticmethod
-    def backward(ctx, grad):
-        (mask,) = ctx.saved_tensors
-        gv = P.apply("where", mask, grad, 0.0).sum() if ctx.needs_input_grad[2] else None
-        return masked_fill(grad, mask, 0), None, gv
-
-
-class MaskedFillTensor(MaskedFill):
-    node_name = "MaskedFillBackward1"
-
-
-class MaskedSelect(Function):
-    node_name = "MaskedSelectBackward0"
-
-    @staticmethod
-    def forward(ctx, x, mask):
-        out, indices, shape = _masked_select(x, mask)
-        ctx.meta = shape
-        _save_indices(ctx, indices)
-        return out
-
-    @staticmethod
-    def backward(ctx, grad):
-        shape = ctx.meta
-        g = index_put(_zeros(shape or (1,), grad), _saved_indices(ctx), grad)
-        return (g if shape else g.reshape(())), None
 
 
 def install(T) -> None:
