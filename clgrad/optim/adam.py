@@ -1,0 +1,78 @@
+"""Adam and AdamW (decoupled weight decay), with AMSGrad."""
+from __future__ import annotations
+
+from ..ops.creation import zeros_like
+from ..ops.math import maximum
+from .optimizer import Optimizer, check
+
+
+def check_betas(lr, eps, betas, weight_decay) -> None:
+    """The checks Adam-family optimizers share, with PyTorch's messages."""
+    check(0.0 <= lr, f"Invalid learning rate: {lr}")
+    check(0.0 <= eps, f"Invalid epsilon value: {eps}")
+    check(0.0 <= betas[0] < 1.0, f"Invalid beta parameter at index 0: {betas[0]}")
+    check(0.0 <= betas[1] < 1.0, f"Invalid beta parameter at index 1: {betas[1]}")
+    check(0.0 <= weight_decay, f"Invalid weight_decay value: {weight_decay}")
+
+
+class Adam(Optimizer):
+    """``Adam(params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0, amsgrad=False, maximize=False)``."""
+
+    def __init__(self, params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0, amsgrad=False, *,
+                 foreach=None, maximize=False, capturable=False, differentiable=False, fused=None,
+                 decoupled_weight_decay=False) -> None:
+        check_betas(lr, eps, betas, weight_decay)
+        defaults = dict(lr=lr, betas=betas, eps=eps, weight_decay=weight_decay, amsgrad=amsgrad,
+                        maximize=maximize, foreach=foreach, capturable=capturable, differentiable=differentiable,
+                        fused=fused, decoupled_weight_decay=decoupled_weight_decay)
+        super().__init__(params, defaults)
+
+    def __setstate__(self, state: dict) -> None:
+        super().__setstate__(state)
+        for group in self.param_groups:
+            for key, value in (("amsgrad", False), ("maximize", False), ("decoupled_weight_decay", False)):
+                group.setdefault(key, value)
+
+    def _update(self, group: dict) -> None:
+        lr, eps, wd = group["lr"], group["eps"], group["weight_decay"]
+        beta1, beta2 = group["betas"]
+        for p, grad, state in self._params_with_grad(group):
+            if not state:
+                state["step"] = 0.0
+                state["exp_avg"] = zeros_like(p)
+                state["exp_avg_sq"] = zeros_like(p)
+                if group["amsgrad"]:
+                    state["max_exp_avg_sq"] = zeros_like(p)
+            state["step"] += 1
+            step = state["step"]
+            if wd != 0:
+                if group["decoupled_weight_decay"]:
+                    p.mul_(1 - lr * wd)
+                else:
+                    grad = grad.add(p, alpha=wd)
+            exp_avg, exp_avg_sq = state["exp_avg"], state["exp_avg_sq"]
+            exp_avg.lerp_(grad, 1 - beta1)
+            exp_avg_sq.mul_(beta2).addcmul_(grad, grad, value=1 - beta2)
+            step_size = lr / (1 - beta1 ** step)
+            bias_correction2_sqrt = (1 - beta2 ** step) ** 0.5
+            if group["amsgrad"]:
+                maximum(state["max_exp_avg_sq"], exp_avg_sq, out=state["max_exp_avg_sq"])
+                exp_avg_sq = state["max_exp_avg_sq"]
+            denom = (exp_avg_sq.sqrt() / bias_correction2_sqrt).add_(eps)
+            p.addcdiv_(exp_avg, denom, value=-step_size)
+
+
+class AdamW(Adam):
+    """``AdamW(params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=1e-2, amsgrad=False)``: Adam whose
+    weight decay shrinks the parameters directly instead of entering the gradient."""
+
+    def __init__(self, params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=1e-2, amsgrad=False, *,
+                 maximize=False, foreach=None, capturable=False, differentiable=False, fused=None) -> None:
+        super().__init__(params, lr, betas, eps, weight_decay, amsgrad, foreach=foreach, maximize=maximize,
+                         capturable=capturable, differentiable=differentiable, fused=fused,
+                         decoupled_weight_decay=True)
+
+    def __setstate__(self, state: dict) -> None:
+        super().__setstate__(state)
+        for group in self.param_groups:
+            group["decoupled_weight_decay"] = True
