@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from ..ops.creation import zeros_like
-from ..ops.math import maximum
+from ..ops.math import FUNCS
 from .optimizer import Optimizer, check
 
 
@@ -56,7 +56,7 @@ class Adam(Optimizer):
             step_size = lr / (1 - beta1 ** step)
             bias_correction2_sqrt = (1 - beta2 ** step) ** 0.5
             if group["amsgrad"]:
-                maximum(state["max_exp_avg_sq"], exp_avg_sq, out=state["max_exp_avg_sq"])
+                FUNCS["maximum"](state["max_exp_avg_sq"], exp_avg_sq, out=state["max_exp_avg_sq"])
                 exp_avg_sq = state["max_exp_avg_sq"]
             denom = (exp_avg_sq.sqrt() / bias_correction2_sqrt).add_(eps)
             p.addcdiv_(exp_avg, denom, value=-step_size)
