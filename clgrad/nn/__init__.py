@@ -1,4 +1,10 @@
-"""``clgrad.nn``: functional API now; Modules come with the nn issue."""
+"""``clgrad.nn``: Parameter, Module, containers, layers and losses, plus ``functional``, ``init`` and ``utils``."""
 from __future__ import annotations
 
 from . import functional  # noqa: F401
+from . import init, utils  # noqa: F401
+from .modules import *  # noqa: F403
+from .modules import __all__ as _modules_all
+from .parameter import Parameter
+
+__all__ = ["Parameter", "functional", "init", "utils"] + _modules_all

@@ -28,6 +28,15 @@ CASES = [
     ("RMSprop", dict(lr=0.01, alpha=0.9, centered=True, maximize=True)),
     ("Adagrad", dict(lr=0.1)),
     ("Adagrad", dict(lr=0.1, lr_decay=0.1, weight_decay=0.1, initial_accumulator_value=0.5)),
+    ("Adadelta", dict()),
+    ("Adadelta", dict(lr=0.5, rho=0.8, weight_decay=0.1, maximize=True)),
+    ("Adamax", dict(lr=0.01)),
+    ("Adamax", dict(lr=0.01, betas=(0.8, 0.9), weight_decay=0.1, maximize=True)),
+    ("NAdam", dict(lr=0.01)),
+    ("NAdam", dict(lr=0.01, weight_decay=0.1, momentum_decay=0.01, decoupled_weight_decay=True)),
+    ("RAdam", dict(lr=0.01)),
+    ("RAdam", dict(lr=0.01, betas=(0.5, 0.6), weight_decay=0.1)),
+    ("RAdam", dict(lr=0.01, betas=(0.5, 0.6), weight_decay=0.1, decoupled_weight_decay=True, maximize=True)),
 ]
 
 
@@ -68,7 +77,7 @@ def _step(ours, opt, theirs, topt, grads, device):
 def test_matches_torch(device, name, kwargs):
     start, grads = _data()
     ours, opt, theirs, topt = _pair(name, kwargs, device, start)
-    for g in grads[:STEPS]:
+    for g in grads:  # 12 steps: RAdam's rectified branch starts at step 6
         _step(ours, opt, theirs, topt, g, device)
 
 
@@ -172,6 +181,10 @@ VALIDATION = [
     ("RMSprop", dict(momentum=-1), "Invalid momentum value: -1"),
     ("Adagrad", dict(lr_decay=-1), "Invalid lr_decay value: -1"),
     ("Adagrad", dict(initial_accumulator_value=-1), "Invalid initial_accumulator_value value: -1"),
+    ("Adadelta", dict(rho=1.5), "Invalid rho value: 1.5"),
+    ("Adamax", dict(betas=(0.9, 1.0)), "Invalid beta parameter at index 1: 1.0"),
+    ("NAdam", dict(momentum_decay=-1), "Invalid momentum_decay value: -1"),
+    ("RAdam", dict(eps=-1), "Invalid epsilon value: -1"),
 ]
 
 
@@ -241,3 +254,26 @@ def test_loads_torch_state_dict():
     assert opt.state[ours[0]]["step"] == 3.0
     for g in grads[3:6]:
         _step(ours, opt, theirs, topt, g, "cpu")
+
+
+@pytest.mark.parametrize("name,kwargs", CASES[1::2], ids=[f"{n}-{2 * i + 1}" for i, (n, _) in
+                                                          enumerate(CASES[1::2])])
+def test_step_never_reads_back(device, name, kwargs, monkeypatch):
+    """A step only launches work: nothing is copied back to the host (no .item() inside step)."""
+    from clgrad.backends.cpu import CPUBackend
+    from clgrad.backends.opencl.backend import OpenCLBackend
+
+    params = [clgrad.ones(4, device=device).requires_grad_(True) for _ in range(2)]
+    opt = getattr(optim, name)(params, **kwargs)
+
+    def forbidden(self, t):
+        raise AssertionError("read back to the host inside step()")
+
+    for _ in range(2):
+        for p in params:
+            p.grad = clgrad.full((4,), 0.5, device=device)
+        with monkeypatch.context() as m:
+            m.setattr(CPUBackend, "read", forbidden)
+            m.setattr(OpenCLBackend, "read", forbidden)
+            m.setattr(OpenCLBackend, "synchronize", forbidden)
+            opt.step()

@@ -1,0 +1,87 @@
+"""NAdam (Adam with Nesterov momentum and a momentum schedule) and RAdam (rectified Adam)."""
+from __future__ import annotations
+
+from ..ops.creation import zeros_like
+from .adam import check_betas
+from .optimizer import Optimizer, check
+
+
+class NAdam(Optimizer):
+    """``NAdam(params, lr=2e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0, momentum_decay=4e-3,
+    decoupled_weight_decay=False)``. ``mu_product`` is kept as a Python float (PyTorch: a float32 cpu tensor)."""
+
+    def __init__(self, params, lr=2e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0, momentum_decay=4e-3,
+                 decoupled_weight_decay=False, *, foreach=None, maximize=False, capturable=False,
+                 differentiable=False) -> None:
+        check_betas(lr, eps, betas, weight_decay)
+        check(0.0 <= momentum_decay, f"Invalid momentum_decay value: {momentum_decay}")
+        defaults = dict(lr=lr, betas=betas, eps=eps, weight_decay=weight_decay, momentum_decay=momentum_decay,
+                        decoupled_weight_decay=decoupled_weight_decay, maximize=maximize, foreach=foreach,
+                        capturable=capturable, differentiable=differentiable)
+        super().__init__(params, defaults)
+
+    def _update(self, group: dict) -> None:
+        lr, wd, (beta1, beta2), decay = group["lr"], group["weight_decay"], group["betas"], group["momentum_decay"]
+        for p, grad, state in self._params_with_grad(group):
+            if not state:
+                state["step"] = 0.0
+                state["mu_product"] = 1.0
+                state["exp_avg"] = zeros_like(p)
+                state["exp_avg_sq"] = zeros_like(p)
+            state["step"] += 1
+            step = state["step"]
+            if wd != 0:
+                if group["decoupled_weight_decay"]:
+                    p.mul_(1 - lr * wd)
+                else:
+                    grad = grad.add(p, alpha=wd)
+            mu = beta1 * (1.0 - 0.5 * (0.96 ** (step * decay)))
+            mu_next = beta1 * (1.0 - 0.5 * (0.96 ** ((step + 1) * decay)))
+            state["mu_product"] *= mu
+            mu_product = state["mu_product"]
+            exp_avg, exp_avg_sq = state["exp_avg"], state["exp_avg_sq"]
+            exp_avg.lerp_(grad, 1 - beta1)
+            exp_avg_sq.mul_(beta2).addcmul_(grad, grad, value=1 - beta2)
+            denom = exp_avg_sq.div(1 - beta2 ** step).sqrt().add_(group["eps"])
+            p.addcdiv_(grad, denom, value=-lr * (1.0 - mu) / (1.0 - mu_product))
+            p.addcdiv_(exp_avg, denom, value=-lr * mu_next / (1.0 - mu_product * mu_next))
+
+
+class RAdam(Optimizer):
+    """``RAdam(params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0, decoupled_weight_decay=False)``:
+    plain momentum steps until the variance estimate is trustworthy (rho_t > 5), then rectified Adam steps."""
+
+    def __init__(self, params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0, decoupled_weight_decay=False,
+                 *, foreach=None, maximize=False, capturable=False, differentiable=False) -> None:
+        check_betas(lr, eps, betas, weight_decay)
+        defaults = dict(lr=lr, betas=betas, eps=eps, weight_decay=weight_decay, maximize=maximize, foreach=foreach,
+                        capturable=capturable, decoupled_weight_decay=decoupled_weight_decay,
+                        differentiable=differentiable)
+        super().__init__(params, defaults)
+
+    def _update(self, group: dict) -> None:
+        lr, wd, (beta1, beta2) = group["lr"], group["weight_decay"], group["betas"]
+        for p, grad, state in self._params_with_grad(group):
+            if not state:
+                state["step"] = 0.0
+                state["exp_avg"] = zeros_like(p)
+                state["exp_avg_sq"] = zeros_like(p)
+            state["step"] += 1
+            step = state["step"]
+            if wd != 0:
+                if group["decoupled_weight_decay"]:
+                    p.mul_(1 - lr * wd)
+                else:
+                    grad = grad.add(p, alpha=wd)
+            exp_avg, exp_avg_sq = state["exp_avg"], state["exp_avg_sq"]
+            exp_avg.lerp_(grad, 1 - beta1)
+            exp_avg_sq.mul_(beta2).addcmul_(grad, grad, value=1 - beta2)
+            bias_correction2 = 1 - beta2 ** step
+            update = exp_avg / (1 - beta1 ** step) * lr
+            rho_inf = 2 / (1 - beta2) - 1
+            rho_t = rho_inf - 2 * step * (beta2 ** step) / bias_correction2
+            if rho_t > 5.0:
+                rect = ((rho_t - 4) * (rho_t - 2) * rho_inf / ((rho_inf - 4) * (rho_inf - 2) * rho_t)) ** 0.5
+                adaptive = (bias_correction2 ** 0.5) / exp_avg_sq.sqrt().add_(group["eps"])
+                update = update * adaptive * rect
+            p.add_(update, alpha=-1.0)
