@@ -1,8 +1,7 @@
 """``clgrad.nn``: Parameter, Module, containers, layers and losses, plus ``functional``, ``init`` and ``utils``."""
 from __future__ import annotations
 
-from . import functional  # noqa: F401
-from . import init, utils  # noqa: F401
+from . import functional, init, utils  # noqa: F401
 from .modules import *  # noqa: F403
 from .modules import __all__ as _modules_all
 from .parameter import Parameter

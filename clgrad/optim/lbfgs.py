@@ -39,13 +39,14 @@ def _strong_wolfe(obj_func, x, t, d, f, g, gtd, c1=1e-4, c2=0.9, tolerance_chang
     ls_iter = 0
     # bracketing phase: find an interval containing acceptable steps
     while ls_iter < max_ls:
-        if f_new > (f + c1 * t * gtd) or (ls_iter > 1 and f_new >= f_prev) or gtd_new >= 0:
-            bracket, bracket_f = [t_prev, t], [f_prev, f_new]
-            bracket_g, bracket_gtd = [g_prev, g_new.clone()], [gtd_prev, gtd_new]
-            break
-        if abs(gtd_new) <= -c2 * gtd:
+        sufficient = not (f_new > (f + c1 * t * gtd) or (ls_iter > 1 and f_new >= f_prev))
+        if sufficient and abs(gtd_new) <= -c2 * gtd:
             bracket, bracket_f, bracket_g, bracket_gtd = [t], [f_new], [g_new], [gtd_new]
             done = True
+            break
+        if not sufficient or gtd_new >= 0:
+            bracket, bracket_f = [t_prev, t], [f_prev, f_new]
+            bracket_g, bracket_gtd = [g_prev, g_new.clone()], [gtd_prev, gtd_new]
             break
         min_step, max_step = t + 0.01 * (t - t_prev), t * 10
         t_prev, t = t, _cubic_interpolate(t_prev, f_prev, gtd_prev, t, f_new, gtd_new, bounds=(min_step, max_step))
@@ -136,6 +137,7 @@ class LBFGS(Optimizer):
     def step(self, closure):
         """Up to ``max_iter`` L-BFGS iterations; ``closure`` clears the gradients, computes the loss, calls
         ``backward`` and returns the loss."""
+        self._opt_called = True
         with no_grad():
             return self._step(closure)
 

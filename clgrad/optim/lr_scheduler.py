@@ -25,6 +25,13 @@ EPOCH_DEPRECATION_WARNING = (
     "you are unable to replicate your use case: https://github.com/pytorch/pytorch/issues/new/choose."
 )
 
+ORDER_WARNING = (
+    "Detected call of `lr_scheduler.step()` before `optimizer.step()`. In PyTorch 1.1.0 and later, you should call "
+    "them in the opposite order: `optimizer.step()` before `lr_scheduler.step()`.  Failure to do this will result "
+    "in PyTorch skipping the first value of the learning rate schedule. See more details at "
+    "https://pytorch.org/docs/stable/optim.html#how-to-adjust-learning-rate"
+)
+
 
 def _check_optimizer(optimizer) -> None:
     if not isinstance(optimizer, Optimizer):
@@ -89,6 +96,8 @@ class LRScheduler:
 
     def step(self, epoch: int | None = None) -> None:
         """Advance one epoch (call it after ``optimizer.step()``)."""
+        if self._step_count == 1 and not getattr(self.optimizer, "_opt_called", False):
+            warnings.warn(ORDER_WARNING, UserWarning, stacklevel=2)
         self._step_count += 1
         if epoch is not None:
             warnings.warn(EPOCH_DEPRECATION_WARNING, UserWarning, stacklevel=2)

@@ -30,7 +30,7 @@ required = _RequiredParameter()
 
 def _typename(obj) -> str:
     if isinstance(obj, Tensor):
-        return "clgrad." + type(obj).__name__
+        return obj.type()
     module = type(obj).__module__
     name = type(obj).__qualname__
     return name if module in ("builtins", None) else f"{module}.{name}"
@@ -67,12 +67,11 @@ class Optimizer:
         self.__dict__.update(state)
 
     def __repr__(self) -> str:
-        lines = [self.__class__.__name__ + " ("]
+        text = self.__class__.__name__ + " ("
         for i, group in enumerate(self.param_groups):
-            lines.append(f"Parameter Group {i}")
-            lines.extend(f"    {key}: {group[key]}" for key in sorted(group) if key != "params")
-        lines.append(")")
-        return "\n".join(lines)
+            text += f"\nParameter Group {i}\n"
+            text += "".join(f"    {key}: {group[key]}\n" for key in sorted(group) if key != "params")
+        return text + ")"
 
     def add_param_group(self, param_group: dict) -> None:
         """Add a group of parameters with its own options; missing options take the defaults."""
@@ -122,6 +121,7 @@ class Optimizer:
 
     def step(self, closure=None):
         """Perform one optimization step. ``closure`` re-evaluates the model and returns the loss."""
+        self._opt_called = True  # lets a scheduler warn when it is stepped before its optimizer
         loss = None
         if closure is not None:
             from ..autograd.grad_mode import enable_grad

@@ -102,7 +102,7 @@ def test_dropout_train_and_eval(device):
     assert np.array_equal(drop(x).cpu().numpy(), np.ones(1000, np.float32))
     d2 = nn.Dropout2d(0.5)
     y = d2(clgrad.ones(4, 50, 3, 3, device=device)).cpu().numpy()
-    assert np.all((y == y[:, :, :1, :1]))  # whole channels are dropped
+    assert np.all(y == y[:, :, :1, :1])  # whole channels are dropped
     with pytest.raises(ValueError, match="dropout probability has to be between 0 and 1, but got 1.5"):
         nn.Dropout(1.5)
 

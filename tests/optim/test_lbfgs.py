@@ -48,7 +48,7 @@ def test_matches_torch(device, kwargs):
 
     for _ in range(3):
         loss, tloss = opt.step(closure), topt.step(tclosure)
-        assert float(loss) == pytest.approx(float(tloss), rel=1e-7)
+        assert float(loss) == pytest.approx(float(tloss.detach()), rel=1e-7)
         for p, q in zip(params, tparams):
             assert_close(p.detach(), q.detach().numpy(), rtol=1e-7, atol=1e-9)
     state, tstate = opt.state[params[0]], topt.state[tparams[0]]

@@ -198,8 +198,26 @@ def test_resume_needs_initial_lr():
 def test_epoch_argument_uses_closed_form():
     opt, topt = _optimizers()
     ours, theirs = sched.StepLR(opt, 3, gamma=0.5), torch.optim.lr_scheduler.StepLR(topt, 3, gamma=0.5)
+    opt.step()
+    topt.step()
     with pytest.warns(UserWarning, match="epoch parameter"):
         ours.step(7)
     with pytest.warns(UserWarning):
         theirs.step(7)
     _check_same(ours, theirs, opt, topt)
+
+
+def test_warns_when_stepped_before_the_optimizer():
+    import warnings
+
+    opt, _ = _optimizers()
+    s = sched.StepLR(opt, 3)
+    with pytest.warns(UserWarning, match=r"Detected call of `lr_scheduler.step\(\)` before `optimizer.step\(\)`"):
+        s.step()
+    opt, _ = _optimizers()
+    s = sched.StepLR(opt, 3)
+    opt.step()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        s.step()
+        s.step()

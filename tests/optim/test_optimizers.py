@@ -200,7 +200,7 @@ def test_validation_matches_torch(name, kwargs, message):
 
 def test_param_errors():
     p = clgrad.ones(2).requires_grad_(True)
-    with pytest.raises(TypeError, match="should be an iterable of Tensors or dicts, but got clgrad.Tensor"):
+    with pytest.raises(TypeError, match="should be an iterable of Tensors or dicts, but got clgrad.FloatTensor"):
         optim.SGD(p, lr=0.1)
     with pytest.raises(ValueError, match="optimizer got an empty parameter list"):
         optim.SGD([], lr=0.1)
@@ -277,3 +277,38 @@ def test_step_never_reads_back(device, name, kwargs, monkeypatch):
             m.setattr(OpenCLBackend, "read", forbidden)
             m.setattr(OpenCLBackend, "synchronize", forbidden)
             opt.step()
+
+
+@pytest.mark.parametrize("name", ["SGD", "Adam", "AdamW", "RMSprop", "Adagrad", "Adadelta", "Adamax", "NAdam",
+                                  "RAdam", "LBFGS"])
+def test_defaults_and_repr_match_torch(name):
+    """Same group options (so state_dicts have the same keys) and the same printout."""
+    kwargs = {"lr": 0.1} if name == "SGD" else {}
+    ours = getattr(optim, name)([clgrad.ones(1).requires_grad_(True)], **kwargs)
+    theirs = getattr(torch.optim, name)([torch.ones(1, requires_grad=True)], **kwargs)
+    assert ours.defaults == theirs.defaults
+    assert repr(ours) == repr(theirs)
+    if name != "LBFGS":
+        ours.add_param_group({"params": [clgrad.ones(1).requires_grad_(True)], "lr": 0.5})
+        theirs.add_param_group({"params": [torch.ones(1, requires_grad=True)], "lr": 0.5})
+        assert repr(ours) == repr(theirs)
+
+
+@pytest.mark.parametrize("name,kwargs", CASES[::2], ids=[f"{n}-{2 * i}" for i, (n, _) in enumerate(CASES[::2])])
+def test_torch_loads_our_state_dict(name, kwargs):
+    """Our state_dict, its tensors handed to torch as they are (a float 'step' included), resumes in torch."""
+    start, grads = _data(4)
+    ours, opt, _, _ = _pair(name, kwargs, "cpu", start)
+    for g in grads[:STEPS]:
+        for p, a in zip(ours, g):
+            p.grad = clgrad.tensor(a)
+        opt.step()
+    sd = opt.state_dict()
+    converted = {"state": {i: {k: torch.tensor(to_numpy(v)) if isinstance(v, clgrad.Tensor) else v
+                               for k, v in st.items()} for i, st in sd["state"].items()},
+                 "param_groups": sd["param_groups"]}
+    theirs = [torch.tensor(to_numpy(p.detach()), requires_grad=True) for p in ours]
+    topt = getattr(torch.optim, name)(theirs, **kwargs, foreach=False)
+    topt.load_state_dict(converted)
+    for g in grads[STEPS:]:
+        _step(ours, opt, theirs, topt, g, "cpu")

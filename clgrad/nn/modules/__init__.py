@@ -1,19 +1,43 @@
 """``clgrad.nn.modules``: Module, containers and layers."""
 from __future__ import annotations
 
-from .activation import (ELU, GELU, SELU, Hardtanh, LeakyReLU, LogSoftmax, Mish, ReLU, ReLU6, Sigmoid, SiLU,
-                         Softmax, Softmin, Softplus, Tanh)
+from .activation import (
+    ELU,
+    GELU,
+    SELU,
+    Hardtanh,
+    LeakyReLU,
+    LogSoftmax,
+    Mish,
+    ReLU,
+    ReLU6,
+    Sigmoid,
+    SiLU,
+    Softmax,
+    Softmin,
+    Softplus,
+    Tanh,
+)
 from .container import ModuleDict, ModuleList, ParameterDict, ParameterList, Sequential
 from .conv import Conv1d, Conv2d, ConvTranspose1d, ConvTranspose2d
 from .dropout import Dropout, Dropout1d, Dropout2d
 from .flatten import Flatten, Unflatten
 from .linear import Bilinear, Identity, Linear
-from .loss import (BCELoss, BCEWithLogitsLoss, CosineEmbeddingLoss, CrossEntropyLoss, HuberLoss, KLDivLoss, L1Loss,
-                   MSELoss, NLLLoss, SmoothL1Loss)
+from .loss import (
+    BCELoss,
+    BCEWithLogitsLoss,
+    CosineEmbeddingLoss,
+    CrossEntropyLoss,
+    HuberLoss,
+    KLDivLoss,
+    L1Loss,
+    MSELoss,
+    NLLLoss,
+    SmoothL1Loss,
+)
 from .module import Module
 from .normalization import BatchNorm1d, BatchNorm2d, GroupNorm, LayerNorm
-from .pooling import (AdaptiveAvgPool1d, AdaptiveAvgPool2d, AvgPool1d, AvgPool2d, MaxPool1d, MaxPool2d,
-                      Upsample)
+from .pooling import AdaptiveAvgPool1d, AdaptiveAvgPool2d, AvgPool1d, AvgPool2d, MaxPool1d, MaxPool2d, Upsample
 from .sparse import Embedding
 
 __all__ = [

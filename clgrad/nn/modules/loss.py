@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import warnings
 
-from ...ops import losses as nnops
+from ...ops import losses as _losses
 from .. import functional as F
 from .module import Module
 
@@ -24,13 +24,13 @@ def _check_reduction(reduction: str, allowed=("none", "mean", "sum")) -> None:
 
 def smooth_l1_loss(input, target, size_average=None, reduce=None, reduction="mean", beta=1.0):
     """Squared error below ``beta``, absolute error above it (scaled to meet smoothly)."""
-    reduction = nnops._reduction(size_average, reduce, reduction)
+    reduction = _losses._reduction(size_average, reduce, reduction)
     if beta < 0:
         raise RuntimeError("smooth_l1_loss does not support negative values for beta.")
-    nnops._check_same_size(input, target, "smooth_l1_loss")
+    _losses._check_same_size(input, target, "smooth_l1_loss")
     diff = (input - target).abs()
     loss = diff if beta == 0 else _where(diff < beta, diff * diff * (0.5 / beta), diff - 0.5 * beta)
-    return nnops._reduce(loss, reduction)
+    return _losses._reduce(loss, reduction)
 
 
 def huber_loss(input, target, reduction="mean", delta=1.0, weight=None):
@@ -38,12 +38,12 @@ def huber_loss(input, target, reduction="mean", delta=1.0, weight=None):
     _check_reduction(reduction)
     if delta <= 0:
         raise RuntimeError("huber_loss does not support non-positive values for delta.")
-    nnops._check_same_size(input, target, "huber_loss")
+    _losses._check_same_size(input, target, "huber_loss")
     diff = (input - target).abs()
     loss = _where(diff < delta, diff * diff * 0.5, (diff - 0.5 * delta) * delta)
     if weight is not None:
         loss = loss * weight
-    return nnops._reduce(loss, reduction)
+    return _losses._reduce(loss, reduction)
 
 
 def kl_div(input, target, size_average=None, reduce=None, reduction="mean", log_target=False):
@@ -51,7 +51,7 @@ def kl_div(input, target, size_average=None, reduce=None, reduction="mean", log_
     import clgrad
 
     if size_average is not None or reduce is not None:
-        reduction = nnops._reduction(size_average, reduce, reduction)
+        reduction = _losses._reduction(size_average, reduce, reduction)
     _check_reduction(reduction, ("none", "mean", "sum", "batchmean"))
     if reduction == "mean":
         warnings.warn("reduction: 'mean' divides the total loss by both the batch size and the support size."
@@ -64,12 +64,12 @@ def kl_div(input, target, size_average=None, reduce=None, reduction="mean", log_
         loss = clgrad.xlogy(target, target) - target * input
     if reduction == "batchmean":
         return loss.sum() / input.shape[0] if input.dim() != 0 else loss.sum()
-    return nnops._reduce(loss, reduction)
+    return _losses._reduce(loss, reduction)
 
 
 def cosine_embedding_loss(input1, input2, target, margin=0.0, size_average=None, reduce=None, reduction="mean"):
     """``1 - cos(x1, x2)`` where target is 1, ``max(0, cos(x1, x2) - margin)`` where it is -1."""
-    reduction = nnops._reduction(size_average, reduce, reduction)
+    reduction = _losses._reduction(size_average, reduce, reduction)
     if input1.dim() not in (1, 2) or input1.shape != input2.shape:
         raise RuntimeError(f"cosine_embedding_loss: expected inputs of the same 1-D or 2-D shape, got "
                            f"{list(input1.shape)} and {list(input2.shape)}")
@@ -80,14 +80,14 @@ def cosine_embedding_loss(input1, input2, target, margin=0.0, size_average=None,
     cos = prod / denom
     zeros = cos * 0
     loss = _where(target == 1, 1 - cos, zeros) + _where(target == -1, (cos - margin).clamp_min(0), zeros)
-    return nnops._reduce(loss, reduction)
+    return _losses._reduce(loss, reduction)
 
 
 class _Loss(Module):
     def __init__(self, size_average=None, reduce=None, reduction: str = "mean"):
         super().__init__()
         if size_average is not None or reduce is not None:
-            reduction = nnops._reduction(size_average, reduce, reduction)
+            reduction = _losses._reduction(size_average, reduce, reduction)
         self.reduction = reduction
 
 
