@@ -11,8 +11,8 @@ from .. import backends
 from .. import dtypes as D
 from ..autograd.graph import needs_graph
 from . import pointwise as P
-from .functions import Matmul
 from . import shape as S
+from .functions import Matmul
 from .views import broadcast_shapes
 
 __all__ = ["matmul", "mm", "bmm", "mv", "dot", "outer"]

@@ -62,6 +62,10 @@ def test_state_dict_matches_torch_and_roundtrips():
     m2, _ = _pair()
     m2.load_state_dict(m.state_dict())
     np.testing.assert_array_equal(m2.head[1].weight.numpy(), m.head[1].weight.numpy())
+    # and back: torch loads clgrad's state_dict (through numpy) under the same names
+    _, t2 = _pair()
+    t2.load_state_dict({k: torch.from_numpy(v.numpy().copy()) for k, v in m.state_dict().items()})
+    np.testing.assert_array_equal(t2.fc1.weight.detach().numpy(), m.fc1.weight.numpy())
 
 
 def test_load_state_dict_errors():
@@ -267,3 +271,16 @@ def test_module_list_dict_and_parameter_containers():
     pd["b"] = clgrad.zeros(1)
     assert isinstance(pd["w"], nn.Parameter) and list(pd.keys()) == ["w", "b"]
     assert [n for n, _ in pd.named_parameters()] == ["w", "b"]
+
+
+def test_optimizer_built_before_move_keeps_working(device):
+    optim = pytest.importorskip("clgrad.optim")
+    lin = nn.Linear(3, 2)
+    opt = optim.SGD(lin.parameters(), lr=0.5)
+    before = lin.weight.detach().numpy().copy()
+    lin.to(device)
+    x = clgrad.ones(4, 3, device=device)
+    lin(x).sum().backward()
+    opt.step()
+    np.testing.assert_allclose(lin.weight.detach().cpu().numpy(), before - 0.5 * 4, rtol=1e-5)
+    assert lin.weight.device == clgrad.device(device)

@@ -5,6 +5,7 @@ then the platform's own device order), so ``opencl:N`` names the same device in 
 """
 from __future__ import annotations
 
+import atexit
 import os
 import threading
 from dataclasses import dataclass
@@ -135,6 +136,21 @@ def _build_error(exc: Exception) -> str:
     """The telling line of a failed build ("error: unknown target CPU 'generic'"), not pyopencl's banner."""
     lines = [ln.strip() for ln in str(exc).splitlines() if ln.strip()]
     return next((ln for ln in lines if ln.lower().startswith("error")), lines[0] if lines else type(exc).__name__)
+
+
+@atexit.register
+def _shutdown() -> None:
+    """Drain every queue and release cached buffers and kernels while the contexts are surely alive, so
+    interpreter teardown never races the OpenCL runtime's own cleanup."""
+    for dev in _devices or ():
+        try:
+            if dev._queue is not None:
+                dev._queue.finish()
+            dev.kernels.clear()
+            if dev._allocator is not None:
+                dev._allocator.empty_cache()
+        except Exception:  # best effort at exit: never turn a clean exit into an error
+            pass
 
 
 def devices() -> list[CLDevice]:
