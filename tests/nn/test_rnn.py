@@ -1,0 +1,275 @@
+"""Recurrent layers against PyTorch: same weights (moved through state_dict as numpy), same outputs, final
+states and gradients; kernel reuse across time steps; gradcheck of a cell in float64."""
+from __future__ import annotations
+
+import math
+import warnings
+
+import numpy as np
+import pytest
+
+import clgrad
+import clgrad.nn.functional as F
+from clgrad.autograd import gradcheck
+from clgrad.nn.modules import activation_mha as A
+from clgrad.nn.modules import rnn as R
+
+torch = pytest.importorskip("torch")
+
+# (constructor expression, input shape, state shapes or None); the same expression builds the torch module
+CELLS = [
+    ("RNNCell(3, 4)", (2, 3), [(2, 4)]),
+    ("RNNCell(3, 4, nonlinearity='relu', bias=False)", (2, 3), None),
+    ("RNNCell(3, 4)", (3,), [(4,)]),
+    ("LSTMCell(3, 4)", (2, 3), [(2, 4), (2, 4)]),
+    ("LSTMCell(3, 4, bias=False)", (3,), None),
+    ("GRUCell(3, 4)", (2, 3), [(2, 4)]),
+    ("GRUCell(3, 4)", (3,), None),
+]
+
+SEQS = [
+    ("RNN(3, 4)", (5, 2, 3), [(1, 2, 4)]),
+    ("RNN(3, 4, 2, nonlinearity='relu', batch_first=True)", (2, 5, 3), None),
+    ("RNN(3, 4, bias=False, bidirectional=True)", (4, 3), [(2, 4)]),
+    ("LSTM(3, 4)", (5, 2, 3), None),
+    ("LSTM(3, 4, num_layers=2, bidirectional=True, batch_first=True)", (2, 4, 3), [(4, 2, 4), (4, 2, 4)]),
+    ("LSTM(3, 4, 2)", (4, 3), [(2, 4), (2, 4)]),
+    ("GRU(3, 4)", (5, 2, 3), [(1, 2, 4)]),
+    ("GRU(3, 4, num_layers=2, bidirectional=True)", (4, 2, 3), None),
+    ("GRU(3, 4, bias=False, batch_first=True)", (1, 3, 3), None),
+]
+
+
+def _flat(out) -> list:
+    """Every tensor of a nested (output, (h, c)) result, in order."""
+    if isinstance(out, tuple):
+        return [t for o in out for t in _flat(o)]
+    return [out]
+
+
+def _compare(device, expr, in_shape, state_shapes, rtol=1e-4, atol=1e-5):
+    rng = np.random.default_rng(0)
+    tmod = eval("torch.nn." + expr)
+    mod = eval("R." + expr)
+    assert list(mod.state_dict()) == list(tmod.state_dict())
+    for (name, p), (tname, tp) in zip(mod.named_parameters(), tmod.named_parameters()):
+        assert name == tname and tuple(p.shape) == tuple(tp.shape)
+    mod.load_state_dict({k: v.numpy() for k, v in tmod.state_dict().items()})
+    mod.to(device)
+    arrays = [rng.standard_normal(in_shape).astype(np.float32)]
+    arrays += [rng.standard_normal(s).astype(np.float32) for s in state_shapes or []]
+    xs = [clgrad.tensor(a, device=device, requires_grad=True) for a in arrays]
+    txs = [torch.tensor(a, requires_grad=True) for a in arrays]
+    args, targs = [xs[0]], [txs[0]]
+    if state_shapes:  # one state tensor alone, two as an LSTM's (h, c) pair
+        args.append(xs[1] if len(xs) == 2 else tuple(xs[1:]))
+        targs.append(txs[1] if len(txs) == 2 else tuple(txs[1:]))
+    outs, touts = _flat(mod(*args)), _flat(tmod(*targs))
+    assert len(outs) == len(touts)
+    loss, tloss = 0, 0
+    for o, to in zip(outs, touts):
+        assert tuple(o.shape) == tuple(to.shape)
+        np.testing.assert_allclose(o.detach().cpu().numpy(), to.detach().numpy(), rtol=rtol, atol=atol)
+        w = rng.standard_normal(tuple(to.shape)).astype(np.float32)
+        loss = loss + (o * clgrad.tensor(w, device=device)).sum()
+        tloss = tloss + (to * torch.tensor(w)).sum()
+    loss.backward()
+    tloss.backward()
+    for x, tx in zip(xs, txs):
+        np.testing.assert_allclose(x.grad.cpu().numpy(), tx.grad.numpy(), rtol=rtol, atol=atol)
+    tparams = dict(tmod.named_parameters())
+    for name, p in mod.named_parameters():
+        np.testing.assert_allclose(p.grad.cpu().numpy(), tparams[name].grad.numpy(), rtol=rtol, atol=1e-4,
+                                   err_msg=name)
+
+
+@pytest.mark.parametrize("expr,in_shape,state_shapes", CELLS, ids=[f"{e}-{s}" for e, s, _ in CELLS])
+def test_cell_matches_torch(device, expr, in_shape, state_shapes):
+    _compare(device, expr, in_shape, state_shapes)
+
+
+@pytest.mark.parametrize("expr,in_shape,state_shapes", SEQS, ids=[f"{e}-{s}" for e, s, _ in SEQS])
+def test_sequence_matches_torch(device, expr, in_shape, state_shapes):
+    _compare(device, expr, in_shape, state_shapes)
+
+
+@pytest.mark.parametrize("cls,chunks", [(R.RNNCell, 1), (R.LSTMCell, 4), (R.GRUCell, 3)])
+def test_cell_shapes_and_init(cls, chunks):
+    cell = cls(5, 16)
+    assert [n for n, _ in cell.named_parameters()] == ["weight_ih", "weight_hh", "bias_ih", "bias_hh"]
+    assert tuple(cell.weight_ih.shape) == (chunks * 16, 5) and tuple(cell.weight_hh.shape) == (chunks * 16, 16)
+    bound = 1 / math.sqrt(16)
+    for p in cell.parameters():
+        a = p.detach().numpy()
+        assert np.all(np.abs(a) <= bound) and a.std() > bound / 4
+
+
+def test_repr_matches_torch():
+    for expr in ["RNNCell(3, 4, nonlinearity='relu', bias=False)", "LSTMCell(3, 4)",
+                 "LSTM(3, 4, num_layers=2, batch_first=True, dropout=0.5, bidirectional=True)", "GRU(2, 3)",
+                 "RNN(3, 4, bias=False)"]:
+        assert repr(eval("R." + expr)) == repr(eval("torch.nn." + expr))
+
+
+@pytest.mark.parametrize("mode,chunks", [("RNN_TANH", 1), ("RNN_RELU", 1), ("LSTM", 4), ("GRU", 3)])
+def test_cell_step_gradcheck(device, mode, chunks):
+    rng = np.random.default_rng(1)
+    shapes = [(2, 2), (2, 3), (chunks * 3, 2), (chunks * 3, 3), (chunks * 3,), (chunks * 3,)]
+    inputs = [clgrad.tensor(rng.standard_normal(s), device=device, requires_grad=True) for s in shapes]
+
+    def step(x, h, w_ih, w_hh, b_ih, b_hh):
+        state = (h, h * 0.5) if mode == "LSTM" else h
+        return R._step(mode, F.linear(x, w_ih, b_ih), state, w_hh, b_hh)
+
+    assert gradcheck(step, inputs)
+
+
+def test_dropout_between_layers_only_in_training(device):
+    gru = R.GRU(3, 8, num_layers=2, dropout=0.5).to(device)
+    x = clgrad.tensor(np.random.default_rng(3).standard_normal((4, 2, 3)).astype(np.float32), device=device)
+    gru.eval()
+    a, b = gru(x)[0].cpu().numpy(), gru(x)[0].cpu().numpy()
+    np.testing.assert_array_equal(a, b)
+    gru.train()
+    outs = [gru(x)[0].detach().cpu().numpy() for _ in range(3)]
+    assert not all(np.array_equal(outs[0], o) for o in outs[1:])
+
+
+def test_kernels_do_not_grow_with_sequence_length(device):
+    if not device.startswith("opencl"):
+        pytest.skip("counts OpenCL kernels")
+    from clgrad.backends.opencl import runtime
+
+    dev = runtime.get(int(device.split(":")[1]))
+    rng = np.random.default_rng(4)
+    for expr in ["LSTM(3, 4, num_layers=2, bidirectional=True)", "GRU(3, 4)", "RNN(3, 4)"]:
+        mod = eval("R." + expr).to(device)
+
+        def run(steps, mod=mod):
+            x = clgrad.tensor(rng.standard_normal((steps, 2, 3)).astype(np.float32), device=device,
+                              requires_grad=True)
+            out = mod(x)[0]
+            out.sum().backward()
+            return out.cpu().numpy()
+
+        run(3)
+        before = len(dev.kernels)
+        run(3)
+        run(9)
+        assert len(dev.kernels) == before, expr
+
+
+def test_errors():
+    with pytest.raises(ValueError, match="Unknown nonlinearity 'gelu'. Select from 'tanh' or 'relu'."):
+        R.RNN(3, 4, nonlinearity="gelu")
+    with pytest.raises(ValueError, match="dropout should be a number in range"):
+        R.LSTM(3, 4, dropout=2)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        R.GRU(3, 4, dropout=0.2)
+    assert any("non-zero dropout expects num_layers greater than 1" in str(w.message) for w in caught)
+    with pytest.raises(ValueError, match="Expected input to be 2D or 3D, got 4D"):
+        R.GRU(3, 4)(clgrad.zeros(1, 1, 1, 3))
+    with pytest.raises(RuntimeError, match="input.size\\(-1\\) must be equal to input_size. Expected 3, got 2"):
+        R.GRU(3, 4)(clgrad.zeros(2, 1, 2))
+    with pytest.raises(RuntimeError, match=r"Expected hidden size \(2, 1, 4\), got \[1, 1, 4\]"):
+        R.GRU(3, 4, 2)(clgrad.zeros(2, 1, 3), clgrad.zeros(1, 1, 4))
+    with pytest.raises(RuntimeError, match="For batched 3-D input, hx should also be 3-D but got 2-D tensor"):
+        R.RNN(3, 4)(clgrad.zeros(2, 1, 3), clgrad.zeros(1, 4))
+    with pytest.raises(ValueError, match="LSTMCell: Expected input to be 1D or 2D, got 3D instead"):
+        R.LSTMCell(3, 4)(clgrad.zeros(1, 1, 3))
+
+
+# ---- MultiheadAttention (clgrad/nn/modules/activation_mha.py) ----------------------------------------------
+
+# (constructor, query/key/value shapes, forward kwargs built from numpy masks by _mha_masks)
+MHA = [
+    ("MultiheadAttention(8, 2)", [(3, 2, 8), (4, 2, 8), (4, 2, 8)], {}),
+    ("MultiheadAttention(8, 2, batch_first=True)", [(2, 3, 8)] * 3, {"need_weights": False}),
+    ("MultiheadAttention(8, 4, kdim=5, vdim=6, bias=False)", [(3, 2, 8), (4, 2, 5), (4, 2, 6)],
+     {"average_attn_weights": False}),
+    ("MultiheadAttention(8, 2)", [(3, 8), (4, 8), (4, 8)], {"key_padding_mask": "bool1"}),
+    ("MultiheadAttention(8, 2, batch_first=True)", [(2, 3, 8), (2, 4, 8), (2, 4, 8)],
+     {"key_padding_mask": "bool2", "attn_mask": "bool2d"}),
+    ("MultiheadAttention(8, 2, dropout=0.3)", [(3, 2, 8), (4, 2, 8), (4, 2, 8)], {"attn_mask": "float2d"}),
+    ("MultiheadAttention(8, 2)", [(3, 2, 8), (4, 2, 8), (4, 2, 8)], {"attn_mask": "bool3d"}),
+]
+
+
+def _mha_masks(kwargs, rng):
+    """numpy arrays for the mask kwargs; no query row is fully masked (that gives NaN in both libraries)."""
+    made = {}
+    for key, kind in kwargs.items():
+        if kind == "bool1":
+            made[key] = np.array([False, True, False, True])
+        elif kind == "bool2":
+            made[key] = np.array([[False, False, True, True], [False, True, False, False]])
+        elif kind == "bool2d":
+            made[key] = np.array([[False, True, False, True], [False, False, True, False], [True, False, False, False]])
+        elif kind == "float2d":
+            made[key] = rng.standard_normal((3, 4)).astype(np.float32)
+        elif kind == "bool3d":
+            m = rng.random((4, 3, 4)) > 0.6
+            m[:, :, 0] = False
+            made[key] = m
+        else:
+            made[key] = kind
+    return made
+
+
+@pytest.mark.parametrize("expr,shapes,kwargs", MHA, ids=[f"{e}-{k}" for e, _, k in MHA])
+def test_multihead_attention_matches_torch(device, expr, shapes, kwargs):
+    rng = np.random.default_rng(5)
+    tmod, mod = eval("torch.nn." + expr), eval("A." + expr)
+    assert list(mod.state_dict()) == list(tmod.state_dict())
+    assert repr(mod) == repr(tmod)
+    sd = tmod.state_dict()
+    for k in sd:
+        if k.endswith("bias"):  # torch initialises the biases to zero; make them count
+            sd[k] = torch.tensor(rng.standard_normal(tuple(sd[k].shape)).astype(np.float32))
+    tmod.load_state_dict(sd)
+    mod.load_state_dict({k: v.numpy() for k, v in sd.items()})
+    mod.to(device).eval()  # eval: no attention dropout
+    tmod.eval()
+    arrays = [rng.standard_normal(s).astype(np.float32) for s in shapes]
+    xs = [clgrad.tensor(a, device=device, requires_grad=True) for a in arrays]
+    txs = [torch.tensor(a, requires_grad=True) for a in arrays]
+    masks = _mha_masks(kwargs, rng)
+    kw = {k: clgrad.tensor(v, device=device) if isinstance(v, np.ndarray) else v for k, v in masks.items()}
+    tkw = {k: torch.tensor(v) if isinstance(v, np.ndarray) else v for k, v in masks.items()}
+    (out, w), (tout, tw) = mod(*xs, **kw), tmod(*txs, **tkw)
+    np.testing.assert_allclose(out.detach().cpu().numpy(), tout.detach().numpy(), rtol=1e-4, atol=1e-5)
+    assert (w is None) == (tw is None)
+    if w is not None:
+        np.testing.assert_allclose(w.detach().cpu().numpy(), tw.detach().numpy(), rtol=1e-4, atol=1e-5)
+    g = rng.standard_normal(tuple(tout.shape)).astype(np.float32)
+    (out * clgrad.tensor(g, device=device)).sum().backward()
+    (tout * torch.tensor(g)).sum().backward()
+    for x, tx in zip(xs, txs):
+        np.testing.assert_allclose(x.grad.cpu().numpy(), tx.grad.numpy(), rtol=1e-4, atol=1e-5)
+    tparams = dict(tmod.named_parameters())
+    for name, p in mod.named_parameters():
+        np.testing.assert_allclose(p.grad.cpu().numpy(), tparams[name].grad.numpy(), rtol=1e-4, atol=1e-4,
+                                   err_msg=name)
+
+
+def test_multihead_attention_errors():
+    with pytest.raises(AssertionError, match="embed_dim must be divisible by num_heads"):
+        A.MultiheadAttention(6, 4)
+    mha = A.MultiheadAttention(4, 2)
+    x = clgrad.zeros(3, 1, 4)
+    with pytest.raises(RuntimeError, match=r"The shape of the 2D attn_mask is .*, but should be \(3, 3\)."):
+        mha(x, x, x, attn_mask=clgrad.zeros(2, 3))
+    with pytest.raises(RuntimeError, match="Need attn_mask if specifying the is_causal hint."):
+        mha(x, x, x, is_causal=True)
+
+
+def test_multihead_attention_dropout_only_in_training(device):
+    mha = A.MultiheadAttention(8, 2, dropout=0.5).to(device)
+    x = clgrad.tensor(np.random.default_rng(6).standard_normal((5, 2, 8)).astype(np.float32), device=device)
+    outs = [mha(x, x, x)[1].detach().cpu().numpy() for _ in range(3)]
+    assert not all(np.array_equal(outs[0], o) for o in outs[1:])
+    mha.eval()
+    a, b = (mha(x, x, x)[1].detach().cpu().numpy() for _ in range(2))
+    np.testing.assert_array_equal(a, b)
+    np.testing.assert_allclose(a.sum(-1), np.ones((2, 5)), rtol=1e-5)
