@@ -11,8 +11,9 @@ import sys
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(__file__))
-import clgrad  # noqa: E402
 from common import default_device, report, timeit, torch_or_none  # noqa: E402
+
+import clgrad  # noqa: E402
 
 
 def main() -> None:
@@ -51,9 +52,9 @@ def main() -> None:
         q = np.random.rand(size, size).astype(np.float32)
         cp, cq = clgrad.tensor(p, device=d), clgrad.tensor(q, device=d)
         tp, tq = (torch.from_numpy(p), torch.from_numpy(q)) if torch else (None, None)
-        tc = timeit(lambda: cp @ cq, device=d)
-        rows.append((f"matmul {size}^2 ({2 * size**3 / tc / 1e9:.1f} GFLOP/s)", tc, timeit(lambda: p @ q),
-                     timeit(lambda: tp @ tq) if torch else None))
+        tc = timeit(lambda cp=cp, cq=cq: cp @ cq, device=d)
+        rows.append((f"matmul {size}^2 ({2 * size**3 / tc / 1e9:.1f} GFLOP/s)", tc, timeit(lambda p=p, q=q: p @ q),
+                     timeit(lambda tp=tp, tq=tq: tp @ tq) if torch else None))
     report(rows)
 
 

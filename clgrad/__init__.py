@@ -3,7 +3,6 @@ from __future__ import annotations
 
 __version__ = "0.1.0"
 
-from . import dtypes as _dtypes
 from .dtypes import (  # noqa: F401
     bool, dtype, float16, float32, float64, int8, int16, int32, int64, uint8,
     get_default_dtype, set_default_dtype, promote_types,
@@ -54,8 +53,8 @@ globals().update(_FUNCS)
 globals().update(_math.NO_INPLACE_FUNCS)
 globals().update(_math.TORCH_FUNCS)
 float, double, half, long, int, short = float32, float64, float16, int64, int32, int16  # noqa: A001
-multiply, subtract, divide, true_divide, clip = mul, sub, div, div, clamp  # noqa: F821
-absolute, negative, greater, less, not_equal = abs, neg, gt, lt, ne  # noqa: F821
+multiply, subtract, divide, true_divide, clip = _FUNCS["mul"], sub, div, div, clamp
+absolute, negative, greater, less, not_equal = (_FUNCS[n] for n in ("abs", "neg", "gt", "lt", "ne"))
 
 
 def result_type(tensor1, tensor2):

@@ -1,12 +1,12 @@
 """Tensor methods and operators. Each is a one-line delegation to a function in ``clgrad.ops``."""
 from __future__ import annotations
 
+from ..autograd.graph import needs_graph
+from . import functions as F
 from . import math as M
 from . import pointwise as P
-from . import functions as F
 from . import shape as S
 from . import views as V
-from ..autograd.graph import needs_graph
 
 _REFLECTED = {"add": "radd", "sub": "rsub", "mul": "rmul", "div": "rtruediv", "floor_divide": "rfloordiv",
               "remainder": "rmod", "pow": "rpow", "bitwise_and": "rand", "bitwise_or": "ror",

@@ -5,13 +5,12 @@ reduced dims, and makes one ``reduce`` primitive call; dropping the reduced dims
 """
 from __future__ import annotations
 
-from ..autograd.graph import needs_graph
-from . import reduce_grad as G
-
 import math
 
 from .. import backends
 from .. import dtypes as D
+from ..autograd.graph import needs_graph
+from . import reduce_grad as G
 from .views import contiguous_strides, wrap_dim
 
 __all__ = ["sum", "mean", "prod", "max", "min", "amax", "amin", "argmax", "argmin", "all", "any"]
