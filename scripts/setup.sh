@@ -5,9 +5,11 @@
 #   when we are root on a Debian-like system, and clgrad picks whichever PoCL can build kernels.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-if command -v apt-get >/dev/null 2>&1 && [ "$(id -u)" = 0 ] && [ ! -e /etc/OpenCL/vendors/pocl.icd ]; then
+# Debian's Fashion-MNIST (IDX files under /usr/share/datasets/fashion-mnist) is the examples' real data.
+if command -v apt-get >/dev/null 2>&1 && [ "$(id -u)" = 0 ] && \
+   { [ ! -e /etc/OpenCL/vendors/pocl.icd ] || [ ! -d /usr/share/datasets/fashion-mnist ]; }; then
   apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq pocl-opencl-icd >/dev/null
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq pocl-opencl-icd dataset-fashion-mnist >/dev/null
 fi
 extras="pocl"
 if [ "${1:-}" = test ]; then
