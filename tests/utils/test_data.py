@@ -109,10 +109,6 @@ def test_workers_match_single_threaded(num_workers):
 
 
 def test_worker_errors_surface():
-    class Bad(_Stream):
-        def __getitem__(self, i):
-            raise KeyError("boom")
-
     class BadMap:
         def __getitem__(self, i):
             raise KeyError("boom")
@@ -233,3 +229,11 @@ def test_loader_errors_match_torch():
         RandomSampler(range(3), num_samples=0)
     with pytest.raises(TypeError, match="replacement should be a boolean value"):
         RandomSampler(range(3), replacement=1)
+
+
+def test_loader_on_device(device):
+    ds = TensorDataset(clgrad.arange(6, device=device).reshape(3, 2), clgrad.arange(3, device=device))
+    batches = list(DataLoader(ds, batch_size=2, num_workers=2))
+    assert [str(b[0].device) for b in batches] == [str(clgrad.device(device))] * 2
+    assert [b[0].tolist() for b in batches] == [[[0, 1], [2, 3]], [[4, 5]]]
+    assert [b[1].tolist() for b in batches] == [[0, 1], [2]]

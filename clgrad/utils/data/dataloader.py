@@ -42,7 +42,11 @@ def default_convert(data):
     if isinstance(data, tuple):
         return [default_convert(d) for d in data]  # PyTorch returns a list here too
     if isinstance(data, abc.Sequence):
-        return [default_convert(d) for d in data]
+        converted = [default_convert(d) for d in data]
+        try:
+            return type(data)(converted)
+        except TypeError:
+            return converted
     return data
 
 
@@ -206,20 +210,24 @@ def _read_ahead(batches, depth):
     q: queue.Queue = queue.Queue(maxsize=max(1, depth))
     stop = threading.Event()
 
+    def put(item) -> bool:
+        """Queue ``item`` unless the consumer has gone; False once it has."""
+        while not stop.is_set():
+            try:
+                q.put(item, timeout=0.1)
+                return True
+            except queue.Full:
+                continue
+        return False
+
     def produce():
         try:
             for b in batches:
-                while not stop.is_set():
-                    try:
-                        q.put((b, None), timeout=0.1)
-                        break
-                    except queue.Full:
-                        continue
-                if stop.is_set():
+                if not put((b, None)):
                     return
-            q.put((_DONE, None))
+            put((_DONE, None))
         except BaseException as e:  # handed to the consumer, raised there
-            q.put((_DONE, e))
+            put((_DONE, e))
 
     threading.Thread(target=produce, daemon=True, name="clgrad-dataloader").start()
     try:
