@@ -228,11 +228,12 @@ def test_primitive_strides(device, case):
 def _force_tiling(monkeypatch, table):
     """Pick tilings from the ``table`` tables ('gpu' or 'cpu') whatever the device class."""
     chosen = clmatmul.tiling
-    monkeypatch.setattr(clmatmul, "tiling", lambda dev, acc, skinny=False: chosen(dev, acc, skinny, kind=table))
+    monkeypatch.setattr(clmatmul, "tiling",
+                        lambda dev, acc, skinny=False, short=False: chosen(dev, acc, skinny, kind=table, short=short))
 
 
 @pytest.mark.parametrize("table", ["gpu", "cpu"])
-@pytest.mark.parametrize("shapes", [((17, 31), (31, 13)), ((2, 70, 33), (33, 130)), ((3, 0), (0, 5)), ((300,), (300, 257)),
+@pytest.mark.parametrize("shapes", [((17, 31), (31, 13)), ((10, 25), (25, 576)), ((2, 20, 250), (250, 64)), ((2, 70, 33), (33, 130)), ((3, 0), (0, 5)), ((300,), (300, 257)),
                                     ((2, 129), (129, 3)), ((200, 129), (129,))], ids=str)
 def test_both_tilings(device, monkeypatch, table, shapes):
     """Each device class's tiling runs on every OpenCL device, so the GPU kernel is checked on PoCL too."""
