@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from ..ops.creation import zeros_like
 from ..ops.math import FUNCS
-from .optimizer import Optimizer, check
+from .optimizer import Optimizer, adam_moments, check
 
 
 def check_betas(lr, eps, betas, weight_decay) -> None:
@@ -34,7 +34,7 @@ class Adam(Optimizer):
                 group.setdefault(key, value)
 
     def _update(self, group: dict) -> None:
-        lr, eps, wd = group["lr"], group["eps"], group["weight_decay"]
+        lr, eps = group["lr"], group["eps"]
         beta1, beta2 = group["betas"]
         for p, grad, state in self._params_with_grad(group):
             if not state:
@@ -43,16 +43,7 @@ class Adam(Optimizer):
                 state["exp_avg_sq"] = zeros_like(p)
                 if group["amsgrad"]:
                     state["max_exp_avg_sq"] = zeros_like(p)
-            state["step"] += 1
-            step = state["step"]
-            if wd != 0:
-                if group["decoupled_weight_decay"]:
-                    p.mul_(1 - lr * wd)
-                else:
-                    grad = grad.add(p, alpha=wd)
-            exp_avg, exp_avg_sq = state["exp_avg"], state["exp_avg_sq"]
-            exp_avg.lerp_(grad, 1 - beta1)
-            exp_avg_sq.mul_(beta2).addcmul_(grad, grad, value=1 - beta2)
+            step, grad, exp_avg, exp_avg_sq = adam_moments(p, grad, state, group)
             step_size = lr / (1 - beta1 ** step)
             bias_correction2_sqrt = (1 - beta2 ** step) ** 0.5
             if group["amsgrad"]:

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from ..ops.creation import zeros_like
 from .adam import check_betas
-from .optimizer import Optimizer, check
+from .optimizer import Optimizer, adam_moments, check
 
 
 class NAdam(Optimizer):
@@ -21,27 +21,18 @@ class NAdam(Optimizer):
         super().__init__(params, defaults)
 
     def _update(self, group: dict) -> None:
-        lr, wd, (beta1, beta2), decay = group["lr"], group["weight_decay"], group["betas"], group["momentum_decay"]
+        lr, (beta1, beta2), decay = group["lr"], group["betas"], group["momentum_decay"]
         for p, grad, state in self._params_with_grad(group):
             if not state:
                 state["step"] = 0.0
                 state["mu_product"] = 1.0
                 state["exp_avg"] = zeros_like(p)
                 state["exp_avg_sq"] = zeros_like(p)
-            state["step"] += 1
-            step = state["step"]
-            if wd != 0:
-                if group["decoupled_weight_decay"]:
-                    p.mul_(1 - lr * wd)
-                else:
-                    grad = grad.add(p, alpha=wd)
+            step, grad, exp_avg, exp_avg_sq = adam_moments(p, grad, state, group)
             mu = beta1 * (1.0 - 0.5 * (0.96 ** (step * decay)))
             mu_next = beta1 * (1.0 - 0.5 * (0.96 ** ((step + 1) * decay)))
             state["mu_product"] *= mu
             mu_product = state["mu_product"]
-            exp_avg, exp_avg_sq = state["exp_avg"], state["exp_avg_sq"]
-            exp_avg.lerp_(grad, 1 - beta1)
-            exp_avg_sq.mul_(beta2).addcmul_(grad, grad, value=1 - beta2)
             denom = exp_avg_sq.div(1 - beta2 ** step).sqrt().add_(group["eps"])
             p.addcdiv_(grad, denom, value=-lr * (1.0 - mu) / (1.0 - mu_product))
             p.addcdiv_(exp_avg, denom, value=-lr * mu_next / (1.0 - mu_product * mu_next))
@@ -60,22 +51,13 @@ class RAdam(Optimizer):
         super().__init__(params, defaults)
 
     def _update(self, group: dict) -> None:
-        lr, wd, (beta1, beta2) = group["lr"], group["weight_decay"], group["betas"]
+        lr, (beta1, beta2) = group["lr"], group["betas"]
         for p, grad, state in self._params_with_grad(group):
             if not state:
                 state["step"] = 0.0
                 state["exp_avg"] = zeros_like(p)
                 state["exp_avg_sq"] = zeros_like(p)
-            state["step"] += 1
-            step = state["step"]
-            if wd != 0:
-                if group["decoupled_weight_decay"]:
-                    p.mul_(1 - lr * wd)
-                else:
-                    grad = grad.add(p, alpha=wd)
-            exp_avg, exp_avg_sq = state["exp_avg"], state["exp_avg_sq"]
-            exp_avg.lerp_(grad, 1 - beta1)
-            exp_avg_sq.mul_(beta2).addcmul_(grad, grad, value=1 - beta2)
+            step, grad, exp_avg, exp_avg_sq = adam_moments(p, grad, state, group)
             bias_correction2 = 1 - beta2 ** step
             update = exp_avg / (1 - beta1 ** step) * lr
             rho_inf = 2 / (1 - beta2) - 1

@@ -199,3 +199,20 @@ def _cast(param: Tensor, value, key):
     if isinstance(value, (list, tuple)):
         return type(value)(_cast(param, v, key) for v in value)
     return value
+
+
+def adam_moments(p, grad, state: dict, group: dict):
+    """The steps Adam, AdamW, NAdam and RAdam share: count the step, apply weight decay (decoupled: shrink the
+    parameter; else L2: add it to the gradient), update the moving averages in place. Returns
+    (step, grad with L2 decay applied, exp_avg, exp_avg_sq)."""
+    lr, wd, (beta1, beta2) = group["lr"], group["weight_decay"], group["betas"]
+    state["step"] += 1
+    if wd != 0:
+        if group["decoupled_weight_decay"]:
+            p.mul_(1 - lr * wd)
+        else:
+            grad = grad.add(p, alpha=wd)
+    exp_avg, exp_avg_sq = state["exp_avg"], state["exp_avg_sq"]
+    exp_avg.lerp_(grad, 1 - beta1)
+    exp_avg_sq.mul_(beta2).addcmul_(grad, grad, value=1 - beta2)
+    return state["step"], grad, exp_avg, exp_avg_sq
