@@ -183,16 +183,22 @@ def _view_name(x, fn, args):
             "as_strided": "AsStridedBackward0"}.get(name)
 
 
-class View(Function):
-    """view/reshape/flatten/squeeze/unsqueeze: the gradient is reshaped back."""
+class _NamedView(Function):
+    """A view Function called as ``apply(x, fn, args)``; its node takes PyTorch's name for ``fn``."""
 
-    node_name = "ViewBackward0"
     is_view = True
 
     @classmethod
     def apply(cls, x, fn, args):
         name = _view_name(x, fn, args)
         return _apply(cls if name is None or name == cls.node_name else _variant(cls, name), x, fn, args)
+
+
+class View(_NamedView):
+    """view/reshape/flatten/squeeze/unsqueeze: the gradient is reshaped back."""
+
+    node_name = "ViewBackward0"
+    is_view = True
 
     @staticmethod
     def forward(ctx, x, fn, args):
@@ -241,17 +247,12 @@ class Expand(Function):
         return grad, None
 
 
-class Slice(Function):
+class Slice(_NamedView):
     """Any strided sub-view (indexing, select, narrow, as_strided): the gradient is scattered back by
     replaying the same view on a zero tensor of the input's shape."""
 
     node_name = "SliceBackward0"
     is_view = True
-
-    @classmethod
-    def apply(cls, x, fn, args):
-        name = _view_name(x, fn, args)
-        return _apply(cls if name is None or name == cls.node_name else _variant(cls, name), x, fn, args)
 
     @staticmethod
     def forward(ctx, x, fn, args):
