@@ -1,6 +1,8 @@
 """Module: registration, traversal, state_dict, moving, hooks, reprs, containers."""
 from __future__ import annotations
 
+import contextlib
+
 import numpy as np
 import pytest
 
@@ -156,6 +158,187 @@ def test_hooks():
     h2.remove()
     out = lin(clgrad.ones(1, 2))
     assert len(calls) == 1
+
+
+# ---- backward hooks -----------------------------------------------------------------------------------------
+
+def _mix_class(lib):
+    class Mix(lib.nn.Module):
+        """Positional inputs of every kind (needing a gradient, not needing one, not a tensor), a keyword
+        tensor, and a tuple output with a non-tensor: grad_input/grad_output must line up with all of them."""
+
+        def __init__(self):
+            super().__init__()
+            self.lin = lib.nn.Linear(3, 2)
+
+        def forward(self, a, b, scale, c=None):
+            return self.lin(a * b + c) * scale, (a * a).sum(), 3
+
+    return Mix
+
+
+# name: (build(lib), positional inputs as (shape, requires_grad) or a plain value, keyword inputs)
+HOOKED = {
+    "linear": (lambda lib: lib.nn.Linear(3, 2), [((4, 3), True)], {}),
+    "mix": (lambda lib: _mix_class(lib)(), [((4, 3), True), ((4, 3), False), 2.5], {"c": ((4, 3), True)}),
+    "no_input_grad": (lambda lib: lib.nn.Linear(3, 2), [((4, 3), False)], {}),
+}
+
+
+def _np(value):
+    return value.detach().cpu().numpy() if hasattr(value, "detach") else value
+
+
+def _hooked_run(lib, device, name, register, loss_terms=(0, 1)):
+    """Build ``HOOKED[name]`` in ``lib`` with shared weights, let ``register(module, calls)`` add hooks, run
+    forward and backward. Inputs pass through ``x * 1.5`` first, so replaced grad_inputs travel upstream.
+    Returns (what the hooks saw, input grads, parameter grads), all as numpy."""
+    rng = np.random.default_rng(3)
+    build, args, kwargs = HOOKED[name]
+    module = build(lib)
+    weights = {k: rng.standard_normal(tuple(v.shape)).astype(np.float32) for k, v in module.state_dict().items()}
+    module.load_state_dict(weights if lib is clgrad else {k: torch.tensor(v) for k, v in weights.items()})
+    if lib is clgrad:
+        module.to(device)
+    calls, leaves = [], []
+
+    def make(spec):
+        if not isinstance(spec, tuple):
+            return spec
+        arr = rng.standard_normal(spec[0]).astype(np.float32)
+        leaf = clgrad.tensor(arr, device=device, requires_grad=spec[1]) if lib is clgrad else \
+            torch.tensor(arr, requires_grad=spec[1])
+        leaves.append(leaf)
+        return leaf * 1.5
+
+    register(module, calls)
+    out = module(*[make(a) for a in args], **{k: make(v) for k, v in kwargs.items()})
+    outs = out if isinstance(out, tuple) else (out,)
+    loss = sum((outs[i] * (i + 1.0)).sum() for i in loss_terms if i < len(outs))
+    loss.backward()
+    seen = [tuple(tuple(_np(g) for g in grads) for grads in call) for call in calls]
+    return (seen, [_np(x.grad) for x in leaves if x.requires_grad],
+            {n: _np(p.grad) for n, p in module.named_parameters()})
+
+
+def _assert_same(a, b):
+    """Equal nested structure, None in the same places, close values."""
+    if isinstance(a, (tuple, list)):
+        assert isinstance(b, (tuple, list)) and len(a) == len(b), (a, b)
+        for x, y in zip(a, b):
+            _assert_same(x, y)
+    elif isinstance(a, dict):
+        assert a.keys() == b.keys()
+        for k in a:
+            _assert_same(a[k], b[k])
+    elif isinstance(a, np.ndarray):
+        np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)
+    else:
+        assert a == b
+
+
+def _record(module, calls):
+    module.register_full_backward_pre_hook(lambda m, grad_out: calls.append((grad_out,)))
+    module.register_full_backward_hook(lambda m, grad_in, grad_out: calls.append((grad_in, grad_out)))
+
+
+def _halve_inputs(module, calls):
+    _record(module, calls)
+    module.register_full_backward_hook(lambda m, grad_in, grad_out: tuple(
+        None if g is None else g * 0.5 for g in grad_in))
+
+
+def _triple_outputs(module, calls):
+    module.register_full_backward_pre_hook(lambda m, grad_out: tuple(
+        None if g is None else g * 3.0 for g in grad_out))
+    _record(module, calls)
+
+
+def _ordered(module, calls):
+    """Hooks run in registration order, ``prepend`` first; each sees the previous one's result."""
+    module.register_full_backward_hook(lambda m, grad_in, grad_out: (calls.append(("second",)), grad_in)[1])
+    module.register_full_backward_hook(lambda m, grad_in, grad_out: (calls.append(("first",)), tuple(
+        None if g is None else g + 1.0 for g in grad_in))[1], prepend=True)
+    module.register_full_backward_hook(lambda m, grad_in, grad_out: calls.append((grad_in,)))
+
+
+@pytest.mark.parametrize("name,register,loss_terms", [
+    ("linear", _record, (0,)),
+    ("mix", _record, (0, 1)),
+    ("mix", _record, (0,)),  # an output without gradient: None in grad_output
+    ("linear", _halve_inputs, (0,)),
+    ("mix", _halve_inputs, (0, 1)),
+    ("mix", _triple_outputs, (0, 1)),
+    ("mix", _ordered, (0, 1)),
+    ("no_input_grad", _record, (0,)),  # the hook fires from the output side with grad_input (None,)
+])
+def test_backward_hooks_match_torch(device, name, register, loss_terms):
+    results = []
+    for lib in (clgrad, torch):
+        with _warns_if(name == "no_input_grad", UserWarning, "no inputs require gradients"):
+            results.append(_hooked_run(lib, device, name, register, loss_terms))
+    assert results[0][0], "the hooks did not run"
+    _assert_same(*results)
+
+
+def _warns_if(condition: bool, category, match=None):
+    return pytest.warns(category, match=match) if condition else contextlib.nullcontext()
+
+
+def test_backward_hook_handles_globals_and_errors():
+    from clgrad.nn.modules import module as M
+
+    lin, calls = nn.Linear(3, 2), []
+    x = clgrad.randn(4, 3, requires_grad=True)
+    handles = [lin.register_full_backward_hook(lambda m, gi, go: calls.append("hook")),
+               lin.register_full_backward_pre_hook(lambda m, go: calls.append("pre")),
+               M.register_module_full_backward_hook(lambda m, gi, go: calls.append("global")),
+               M.register_module_full_backward_pre_hook(lambda m, go: calls.append("global pre"))]
+    try:
+        lin(x).sum().backward()
+    finally:  # a global hook left behind would run in every later test
+        for h in handles:
+            h.remove()
+    assert calls == ["global pre", "pre", "global", "hook"]
+    lin(x).sum().backward()
+    assert len(calls) == 4
+    with clgrad.no_grad():
+        lin.register_full_backward_hook(lambda m, gi, go: calls.append("no_grad"))
+        assert lin(x).grad_fn is None
+    assert len(calls) == 4
+    with pytest.raises(RuntimeError, match="Cannot use both regular backward hooks and full backward hooks on a "
+                                           "single Module. Please use only one of them."):
+        lin.register_backward_hook(lambda m, gi, go: None)
+
+
+@pytest.mark.parametrize("method,hook,message", [
+    ("register_full_backward_hook", lambda m, gi, go: (gi[0], gi[0]),
+     "Backward hook returned an invalid number of grad_input, got 2, but expected 1"),
+    ("register_full_backward_pre_hook", lambda m, go: (go[0], go[0]),
+     "Backward pre hook returned an invalid number of grad_output, got 2, but expected 1"),
+])
+def test_backward_hook_wrong_number_of_grads(method, hook, message):
+    for lib in (clgrad, torch):
+        lin = lib.nn.Linear(3, 2)
+        getattr(lin, method)(hook)
+        with pytest.raises(RuntimeError, match=message):
+            lin(lib.randn(4, 3, requires_grad=True)).sum().backward()
+
+
+def _legacy_run(lib):
+    act, calls = lib.nn.Sigmoid(), []
+    with _warns_if(lib is clgrad, FutureWarning, "register_backward_hook is deprecated"):
+        act.register_backward_hook(lambda m, gi, go: calls.append((gi, go)) or (gi[0] * 2,))
+    x = lib.tensor([[0.5, -1.0, 2.0]], requires_grad=True)
+    (act(x * 1.0) * lib.tensor([[1.0, 2.0, 3.0]])).sum().backward()
+    with pytest.raises(RuntimeError, match="Cannot use both regular backward hooks and full backward hooks"):
+        act.register_full_backward_hook(lambda m, gi, go: None)
+    return [tuple(tuple(_np(g) for g in grads) for grads in c) for c in calls], _np(x.grad)
+
+
+def test_legacy_backward_hook_runs_as_full_hook():
+    """For a one-operation module PyTorch's deprecated hook sees what a full hook sees."""
+    _assert_same(_legacy_run(clgrad), _legacy_run(torch))
 
 
 def test_registration_errors():

@@ -1,11 +1,12 @@
 """MultiheadAttention with PyTorch's parameters (in_proj_weight or q/k/v_proj_weight, in_proj_bias, out_proj),
 initialisation and forward (batch_first, unbatched inputs, key_padding_mask, attn_mask, need_weights,
-average_attn_weights). ``add_bias_kv`` and ``add_zero_attn`` are not supported."""
+average_attn_weights, add_bias_kv, add_zero_attn)."""
 from __future__ import annotations
 
 import math
 
 from ...ops import creation
+from ...ops.joins import cat
 from ...ops.linalg import bmm
 from .. import functional as F
 from .. import init
@@ -41,8 +42,6 @@ class MultiheadAttention(Module):
         if embed_dim <= 0 or num_heads <= 0:
             raise ValueError(f"embed_dim and num_heads must be greater than 0, got embed_dim={embed_dim} and "
                              f"num_heads={num_heads} instead")
-        if add_bias_kv or add_zero_attn:
-            raise NotImplementedError("clgrad: MultiheadAttention add_bias_kv / add_zero_attn are not supported")
         super().__init__()
         kw = {"device": device, "dtype": dtype}
         self.embed_dim, self.num_heads, self.dropout, self.batch_first = embed_dim, num_heads, dropout, batch_first
@@ -66,7 +65,11 @@ class MultiheadAttention(Module):
         else:
             self.register_parameter("in_proj_bias", None)
         self.out_proj = NonDynamicallyQuantizableLinear(embed_dim, embed_dim, bias=bias, **kw)
-        self.bias_k = self.bias_v = None
+        if add_bias_kv:  # one learned extra key and value, appended to every sequence of the batch
+            self.bias_k = Parameter(creation.empty((1, 1, embed_dim), **kw))
+            self.bias_v = Parameter(creation.empty((1, 1, embed_dim), **kw))
+        else:
+            self.bias_k = self.bias_v = None
         self.add_zero_attn = add_zero_attn
         self._reset_parameters()
 
@@ -79,6 +82,9 @@ class MultiheadAttention(Module):
         if self.in_proj_bias is not None:
             init.constant_(self.in_proj_bias, 0.0)
             init.constant_(self.out_proj.bias, 0.0)
+        if self.bias_k is not None:
+            init.xavier_normal_(self.bias_k)
+            init.xavier_normal_(self.bias_v)
 
     def _project(self, query, key, value):
         """q, k, v = the input projections, each (seq, batch, embed)."""
@@ -89,8 +95,20 @@ class MultiheadAttention(Module):
         biases = self.in_proj_bias.chunk(3, 0) if self.in_proj_bias is not None else (None,) * 3
         return [F.linear(x, w, b) for x, w, b in zip((query, key, value), weights, biases)]
 
-    def _merged_mask(self, attn_mask, key_padding_mask, n: int, tgt: int, src: int, dtype):
-        """One additive mask broadcastable to (batch*heads, tgt, src), or None."""
+    def _extended_heads(self, q, k, v, n: int):
+        """(batch*heads, seq, head_dim) q, k, v, with the bias_k/bias_v key and the zero key appended."""
+        if self.bias_k is not None:
+            k = cat([k, self.bias_k.expand(1, n, self.embed_dim)])
+            v = cat([v, self.bias_v.expand(1, n, self.embed_dim)])
+        q, k, v = (self._heads(x, n) for x in (q, k, v))
+        if self.add_zero_attn:
+            zeros = creation.zeros((n * self.num_heads, 1, self.head_dim), dtype=k.dtype, device=k.device)
+            k, v = cat([k, zeros], 1), cat([v, zeros], 1)
+        return q, k, v
+
+    def _merged_mask(self, attn_mask, key_padding_mask, n: int, tgt: int, src: int, extra: int, dtype):
+        """One additive mask broadcastable to (batch*heads, tgt, src + extra), or None; the ``extra``
+        appended keys (bias_k, zero attention) are never masked."""
         attn_mask = _float_mask(attn_mask, "attn_mask", dtype)
         key_padding_mask = _float_mask(key_padding_mask, "key_padding_mask", dtype)
         if attn_mask is not None:
@@ -105,10 +123,13 @@ class MultiheadAttention(Module):
                                        f"{(n * self.num_heads, tgt, src)}.")
             else:
                 raise RuntimeError(f"attn_mask's dimension {attn_mask.dim()} is not supported")
+        if key_padding_mask is not None and tuple(key_padding_mask.shape) != (n, src):
+            raise AssertionError(f"expecting key_padding_mask shape of {(n, src)}, but got {key_padding_mask.shape}")
+        if extra:
+            attn_mask = F.pad(attn_mask, (0, extra)) if attn_mask is not None else None
+            key_padding_mask = F.pad(key_padding_mask, (0, extra)) if key_padding_mask is not None else None
+            src += extra
         if key_padding_mask is not None:
-            if tuple(key_padding_mask.shape) != (n, src):
-                raise AssertionError(f"expecting key_padding_mask shape of {(n, src)}, but got "
-                                     f"{key_padding_mask.shape}")
             kpm = key_padding_mask.reshape(n, 1, 1, src).expand(n, self.num_heads, 1, src)
             kpm = kpm.reshape(n * self.num_heads, 1, src)
             attn_mask = kpm if attn_mask is None else attn_mask + kpm
@@ -130,8 +151,8 @@ class MultiheadAttention(Module):
             if key_padding_mask is not None:
                 key_padding_mask = key_padding_mask.unsqueeze(0)
         tgt, n, src = query.shape[0], query.shape[1], key.shape[0]
-        q, k, v = (self._heads(x, n) for x in self._project(query, key, value))
-        mask = self._merged_mask(attn_mask, key_padding_mask, n, tgt, src, q.dtype)
+        q, k, v = self._extended_heads(*self._project(query, key, value), n)
+        mask = self._merged_mask(attn_mask, key_padding_mask, n, tgt, src, k.shape[1] - src, q.dtype)
         scores = bmm(q * (1.0 / math.sqrt(self.head_dim)), k.transpose(1, 2))
         if mask is not None:
             scores = scores + mask
@@ -144,7 +165,7 @@ class MultiheadAttention(Module):
             out = out.transpose(0, 1)
         weights = None
         if need_weights:
-            weights = attn.reshape(n, self.num_heads, tgt, src)
+            weights = attn.reshape(n, self.num_heads, tgt, k.shape[1])
             if average_attn_weights:
                 weights = weights.mean(dim=1)
         if not batched:
