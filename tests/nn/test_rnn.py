@@ -37,6 +37,11 @@ SEQS = [
     ("GRU(3, 4)", (5, 2, 3), [(1, 2, 4)]),
     ("GRU(3, 4, num_layers=2, bidirectional=True)", (4, 2, 3), None),
     ("GRU(3, 4, bias=False, batch_first=True)", (1, 3, 3), None),
+    # LSTM with projections: h (and the output) has proj_size features, c hidden_size
+    ("LSTM(3, 5, proj_size=2)", (4, 2, 3), [(1, 2, 2), (1, 2, 5)]),
+    ("LSTM(3, 5, num_layers=2, bidirectional=True, proj_size=3, batch_first=True)", (2, 4, 3), None),
+    ("LSTM(3, 5, 2, bias=False, bidirectional=True, proj_size=2)", (4, 3), [(4, 2), (4, 5)]),
+    ("LSTM(3, 5, 2, proj_size=4)", (3, 2, 3), [(2, 2, 4), (2, 2, 5)]),
 ]
 
 
@@ -88,6 +93,7 @@ def test_cell_matches_torch(device, expr, in_shape, state_shapes):
     _compare(device, expr, in_shape, state_shapes)
 
 
+@pytest.mark.filterwarnings("ignore:LSTM with projections is not supported with oneDNN")
 @pytest.mark.parametrize("expr,in_shape,state_shapes", SEQS, ids=[f"{e}-{s}" for e, s, _ in SEQS])
 def test_sequence_matches_torch(device, expr, in_shape, state_shapes):
     _compare(device, expr, in_shape, state_shapes)
@@ -107,8 +113,22 @@ def test_cell_shapes_and_init(cls, chunks):
 def test_repr_matches_torch():
     for expr in ["RNNCell(3, 4, nonlinearity='relu', bias=False)", "LSTMCell(3, 4)",
                  "LSTM(3, 4, num_layers=2, batch_first=True, dropout=0.5, bidirectional=True)", "GRU(2, 3)",
-                 "RNN(3, 4, bias=False)"]:
+                 "RNN(3, 4, bias=False)", "LSTM(3, 4, 2, proj_size=2, bias=False)"]:
         assert repr(eval("R." + expr)) == repr(eval("torch.nn." + expr))
+
+
+@pytest.mark.parametrize("expr", ["LSTM(5, 16, proj_size=4)", "LSTM(5, 16, 2, bias=False, bidirectional=True, "
+                                  "proj_size=3)"])
+def test_lstm_projection_parameters_and_init(expr):
+    lstm, tlstm = eval("R." + expr), eval("torch.nn." + expr)
+    assert [(n, tuple(p.shape)) for n, p in lstm.named_parameters()] == \
+        [(n, tuple(p.shape)) for n, p in tlstm.named_parameters()]
+    assert [[tuple(p.shape) for p in group] for group in lstm.all_weights] == \
+        [[tuple(p.shape) for p in group] for group in tlstm.all_weights]
+    bound = 1 / math.sqrt(16)  # every weight, weight_hr included, is uniform(+-1/sqrt(hidden_size))
+    for name, p in lstm.named_parameters():
+        a = p.detach().numpy()
+        assert np.all(np.abs(a) <= bound) and a.std() > bound / 4, name
 
 
 @pytest.mark.parametrize("mode,chunks", [("RNN_TANH", 1), ("RNN_RELU", 1), ("LSTM", 4), ("GRU", 3)])
@@ -180,6 +200,35 @@ def test_errors():
         R.LSTMCell(3, 4)(clgrad.zeros(1, 1, 3))
 
 
+# (constructor, input shape, state shapes, error type, PyTorch's message): checked against torch too
+ERRORS = [
+    ("LSTM(3, 4, proj_size=4)", None, None, ValueError, "proj_size has to be smaller than hidden_size"),
+    ("LSTM(3, 4, proj_size=-1)", None, None, ValueError,
+     "proj_size should be a positive integer or zero to disable projections"),
+    ("LSTM(3, 5, proj_size=2)", (2, 1, 3), [(1, 1, 5), (1, 1, 5)], RuntimeError,
+     "Expected hidden[0] size (1, 1, 2), got [1, 1, 5]"),
+    ("LSTM(3, 5, proj_size=2)", (2, 1, 3), [(1, 1, 2), (1, 1, 2)], RuntimeError,
+     "Expected hidden[1] size (1, 1, 5), got [1, 1, 2]"),
+    ("LSTM(3, 5, proj_size=2)", (2, 3), [(1, 3), (1, 5)], RuntimeError,
+     "Expected hidden[0] size (1, 1, 2), got [1, 1, 3]"),
+    ("LSTM(3, 4)", (2, 1, 3), [(1, 4), (1, 1, 4)], RuntimeError,
+     "For batched 3-D input, hx and cx should also be 3-D but got (2-D, 3-D) tensors"),
+    ("GRU(3, 4, 2)", (2, 3), [(1, 4)], RuntimeError, "Expected hidden size (2, 1, 4), got [1, 1, 4]"),
+    ("RNN(3, 4)", (1, 1, 1, 3), None, ValueError, "RNN: Expected input to be 2D or 3D, got 4D tensor instead"),
+    ("LSTM(3, 4)", (1, 1, 1, 3), None, ValueError, "LSTM: Expected input to be 2D or 3D, got 4D instead"),
+]
+
+
+@pytest.mark.parametrize("expr,in_shape,state_shapes,kind,message", ERRORS, ids=[e[-1][:40] for e in ERRORS])
+def test_errors_match_torch(expr, in_shape, state_shapes, kind, message):
+    for lib, mod in ((torch, torch.nn), (clgrad, R)):
+        with pytest.raises(kind) as caught:
+            layer = eval(expr, None, vars(mod))
+            states = [lib.zeros(*s) for s in state_shapes or []]
+            layer(lib.zeros(*in_shape), *([tuple(states)] if len(states) == 2 else states))
+        assert str(caught.value) == message, lib.__name__
+
+
 # ---- MultiheadAttention (clgrad/nn/modules/activation_mha.py) ----------------------------------------------
 
 # (constructor, query/key/value shapes, forward kwargs built from numpy masks by _mha_masks)
@@ -193,6 +242,17 @@ MHA = [
      {"key_padding_mask": "bool2", "attn_mask": "bool2d"}),
     ("MultiheadAttention(8, 2, dropout=0.3)", [(3, 2, 8), (4, 2, 8), (4, 2, 8)], {"attn_mask": "float2d"}),
     ("MultiheadAttention(8, 2)", [(3, 2, 8), (4, 2, 8), (4, 2, 8)], {"attn_mask": "bool3d"}),
+    ("MultiheadAttention(8, 2, add_bias_kv=True)", [(3, 2, 8), (4, 2, 8), (4, 2, 8)],
+     {"key_padding_mask": "bool2", "attn_mask": "bool2d"}),
+    ("MultiheadAttention(8, 2, add_zero_attn=True, batch_first=True)", [(2, 3, 8), (2, 4, 8), (2, 4, 8)],
+     {"key_padding_mask": "bool2", "attn_mask": "bool2d", "average_attn_weights": False}),
+    ("MultiheadAttention(8, 4, add_bias_kv=True, add_zero_attn=True, batch_first=True)", [(2, 3, 8), (2, 4, 8),
+     (2, 4, 8)], {"key_padding_mask": "bool2", "attn_mask": "bool3d_4h"}),
+    ("MultiheadAttention(8, 2, add_bias_kv=True, add_zero_attn=True, kdim=5, vdim=6)",
+     [(3, 2, 8), (4, 2, 5), (4, 2, 6)], {"attn_mask": "bool3d"}),
+    ("MultiheadAttention(8, 2, add_bias_kv=True, add_zero_attn=True, bias=False)", [(3, 8), (4, 8), (4, 8)],
+     {"attn_mask": "float2d"}),
+    ("MultiheadAttention(8, 2, add_zero_attn=True)", [(3, 8), (4, 8), (4, 8)], {"key_padding_mask": "bool1"}),
 ]
 
 
@@ -208,8 +268,8 @@ def _mha_masks(kwargs, rng):
             made[key] = np.array([[False, True, False, True], [False, False, True, False], [True, False, False, False]])
         elif kind == "float2d":
             made[key] = rng.standard_normal((3, 4)).astype(np.float32)
-        elif kind == "bool3d":
-            m = rng.random((4, 3, 4)) > 0.6
+        elif kind in ("bool3d", "bool3d_4h"):  # (batch*heads, tgt, src) for batch 2 and 2 or 4 heads
+            m = rng.random((4 if kind == "bool3d" else 8, 3, 4)) > 0.6
             m[:, :, 0] = False
             made[key] = m
         else:
@@ -262,6 +322,15 @@ def test_multihead_attention_errors():
         mha(x, x, x, attn_mask=clgrad.zeros(2, 3))
     with pytest.raises(RuntimeError, match="Need attn_mask if specifying the is_causal hint."):
         mha(x, x, x, is_causal=True)
+
+
+def test_multihead_attention_bias_kv_init():
+    mha = A.MultiheadAttention(64, 4, add_bias_kv=True)
+    assert list(mha.state_dict()) == list(torch.nn.MultiheadAttention(64, 4, add_bias_kv=True).state_dict())
+    for p in (mha.bias_k, mha.bias_v):
+        assert tuple(p.shape) == (1, 1, 64) and p.requires_grad
+        assert 0.08 < float(p.std()) < 0.17  # xavier_normal_: std = sqrt(2 / (64 + 64)) = 0.125
+    assert A.MultiheadAttention(8, 2).bias_k is None
 
 
 def test_multihead_attention_dropout_only_in_training(device):

@@ -42,11 +42,12 @@ def _rnn_step(act, gi, h, w_hh, b_hh):
     return act(gi + F.linear(h, w_hh, b_hh))
 
 
-def _lstm_step(gi, state, w_hh, b_hh):
+def _lstm_step(gi, state, w_hh, b_hh, w_hr=None):
     h, c = state
     i, f, g, o = (gi + F.linear(h, w_hh, b_hh)).chunk(4, 1)  # PyTorch's gate order
     c = sigmoid(f) * c + sigmoid(i) * tanh(g)
-    return sigmoid(o) * tanh(c), c
+    h = sigmoid(o) * tanh(c)
+    return (h if w_hr is None else F.linear(h, w_hr)), c  # proj_size > 0: h is projected to proj_size
 
 
 def _gru_step(gi, h, w_hh, b_hh):
@@ -57,9 +58,9 @@ def _gru_step(gi, h, w_hh, b_hh):
     return n + z * (h - n)
 
 
-def _step(mode: str, gi, state, w_hh, b_hh):
+def _step(mode: str, gi, state, w_hh, b_hh, w_hr=None):
     if mode == "LSTM":
-        return _lstm_step(gi, state, w_hh, b_hh)
+        return _lstm_step(gi, state, w_hh, b_hh, w_hr)
     if mode == "GRU":
         return _gru_step(gi, state, w_hh, b_hh)
     return _rnn_step(tanh if mode == "RNN_TANH" else relu, gi, state, w_hh, b_hh)
@@ -171,13 +172,16 @@ class GRUCell(RNNCellBase):
 
 class RNNBase(Module):
     """Parameters ``weight_ih_l{k}{_reverse}``, ``weight_hh_l{k}{_reverse}``, ``bias_ih_l{k}{_reverse}``,
-    ``bias_hh_l{k}{_reverse}`` registered in PyTorch's order (layer, then direction)."""
+    ``bias_hh_l{k}{_reverse}`` (and, for an LSTM with ``proj_size > 0``, ``weight_hr_l{k}{_reverse}`` of shape
+    (proj_size, hidden_size), which projects h) registered in PyTorch's order (layer, then direction)."""
 
     def __init__(self, mode: str, input_size: int, hidden_size: int, num_layers: int = 1, bias: bool = True,
                  batch_first: bool = False, dropout: float = 0.0, bidirectional: bool = False,
                  proj_size: int = 0, device=None, dtype=None):
         super().__init__()
         _check_sizes(input_size, hidden_size, num_layers, dropout, proj_size)
+        if proj_size and mode != "LSTM":
+            raise ValueError("proj_size argument is only supported for LSTM, not RNN or GRU")
         self.mode, self.input_size, self.hidden_size, self.num_layers = mode, input_size, hidden_size, num_layers
         self.bias, self.batch_first, self.dropout = bias, batch_first, float(dropout)
         self.bidirectional, self.proj_size = bidirectional, proj_size
@@ -185,15 +189,17 @@ class RNNBase(Module):
             warnings.warn("dropout option adds dropout after all but last recurrent layer, so non-zero dropout "
                           f"expects num_layers greater than 1, but got dropout={dropout} and "
                           f"num_layers={num_layers}", stacklevel=2)
-        gate_size = _GATES[mode] * hidden_size
+        gate_size, real_hidden = _GATES[mode] * hidden_size, proj_size or hidden_size
         kw = {"device": device, "dtype": dtype}
         self._flat_weights_names = []
         for layer in range(num_layers):
             for suffix in self._suffixes():
-                layer_in = input_size if layer == 0 else hidden_size * len(self._suffixes())
-                shapes = {"weight_ih": (gate_size, layer_in), "weight_hh": (gate_size, hidden_size)}
+                layer_in = input_size if layer == 0 else real_hidden * len(self._suffixes())
+                shapes = {"weight_ih": (gate_size, layer_in), "weight_hh": (gate_size, real_hidden)}
                 if bias:
                     shapes.update({"bias_ih": (gate_size,), "bias_hh": (gate_size,)})
+                if proj_size > 0:
+                    shapes["weight_hr"] = (proj_size, hidden_size)
                 for kind, shape in shapes.items():
                     name = f"{kind}_l{layer}{suffix}"
                     setattr(self, name, Parameter(creation.empty(shape, **kw)))
@@ -213,12 +219,14 @@ class RNNBase(Module):
 
     @property
     def all_weights(self) -> list:
-        per = 4 if self.bias else 2
+        per = (4 if self.bias else 2) + (self.proj_size > 0)
         names = self._flat_weights_names
         return [[getattr(self, n) for n in names[i:i + per]] for i in range(0, len(names), per)]
 
     def extra_repr(self) -> str:
         s = f"{self.input_size}, {self.hidden_size}"
+        if self.proj_size != 0:
+            s += f", proj_size={self.proj_size}"
         if self.num_layers != 1:
             s += f", num_layers={self.num_layers}"
         if not self.bias:
@@ -233,21 +241,22 @@ class RNNBase(Module):
 
     def _weights(self, layer: int, suffix: str) -> tuple:
         get = lambda kind: getattr(self, f"{kind}_l{layer}{suffix}", None)  # noqa: E731
-        return get("weight_ih"), get("bias_ih"), get("weight_hh"), get("bias_hh")
+        return get("weight_ih"), get("bias_ih"), get("weight_hh"), get("bias_hh"), get("weight_hr")
 
     def _direction(self, x, state, layer: int, suffix: str):
         """Run one direction of one layer over x (L, N, in); returns (outputs (L, N, H), final state)."""
-        w_ih, b_ih, w_hh, b_hh = self._weights(layer, suffix)
+        w_ih, b_ih, w_hh, b_hh, w_hr = self._weights(layer, suffix)
         gi = F.linear(x, w_ih, b_ih)  # every time step's input gates in one matmul
         steps = range(x.shape[0] - 1, -1, -1) if suffix else range(x.shape[0])
         outputs = [None] * x.shape[0]
         for t in steps:
-            state = _step(self.mode, gi[t], state, w_hh, b_hh)
+            state = _step(self.mode, gi[t], state, w_hh, b_hh, w_hr)
             outputs[t] = state[0] if self.mode == "LSTM" else state
         return stack(outputs, 0), state
 
     def _run(self, x, hx):
-        """x (L, N, in) time-major and batched; hx (layers*dirs, N, H) or a pair of them for LSTM."""
+        """x (L, N, in) time-major and batched; hx (layers*dirs, N, H) or for LSTM the pair (h, c) (h has
+        proj_size features when projecting)."""
         ndir = len(self._suffixes())
         finals = []
         for layer in range(self.num_layers):
@@ -267,41 +276,47 @@ class RNNBase(Module):
 
     def _check_input(self, input) -> bool:
         if input.dim() not in (2, 3):
-            raise ValueError(f"{type(self).__name__}: Expected input to be 2D or 3D, got {input.dim()}D "
-                             "tensor instead")
+            name = self.mode.split("_")[0]  # PyTorch names the class, and only RNN's message says "tensor"
+            tail = " tensor" if name == "RNN" else ""
+            raise ValueError(f"{name}: Expected input to be 2D or 3D, got {input.dim()}D{tail} instead")
         if input.shape[-1] != self.input_size:
             raise RuntimeError(f"input.size(-1) must be equal to input_size. Expected {self.input_size}, "
                                f"got {input.shape[-1]}")
         return input.dim() == 3
 
-    def _check_hidden(self, h, batched: bool, expected: tuple, what: str = "hidden"):
-        if batched and h.dim() != 3:
-            raise RuntimeError(f"For batched 3-D input, hx should also be 3-D but got {h.dim()}-D tensor")
-        if not batched and h.dim() != 2:
-            raise RuntimeError(f"For unbatched 2-D input, hx should also be 2-D but got {h.dim()}-D tensor")
-        shape = tuple(h.shape) if batched else (h.shape[0], 1, h.shape[1])
-        if shape != expected:
-            shown = list(h.shape) if batched else [h.shape[0], h.shape[1]]
-            want = expected if batched else (expected[0], expected[2])
-            raise RuntimeError(f"Expected {what} size {want}, got {shown}")
+    def _check_hidden(self, hx, batched: bool, shapes: tuple) -> tuple:
+        """The given states, batched, after PyTorch's checks (the sizes are checked on the batched shapes)."""
+        pair = self.mode == "LSTM"
+        states = tuple(hx) if pair else (hx,)
+        want = 3 if batched else 2
+        if any(h.dim() != want for h in states):
+            kind = f"{'batched 3-D' if batched else 'unbatched 2-D'} input"
+            if pair:
+                dims = ", ".join(f"{h.dim()}-D" for h in states)
+                raise RuntimeError(f"For {kind}, hx and cx should also be {want}-D but got ({dims}) tensors")
+            raise RuntimeError(f"For {kind}, hx should also be {want}-D but got {hx.dim()}-D tensor")
+        if not batched:
+            states = tuple(h.unsqueeze(1) for h in states)
+        names = ("hidden[0]", "hidden[1]") if pair else ("hidden",)
+        for h, shape, name in zip(states, shapes, names):
+            if tuple(h.shape) != shape:
+                raise RuntimeError(f"Expected {name} size {shape}, got {list(h.shape)}")
+        return states
 
     def forward(self, input, hx=None):
         batched = self._check_input(input)
         x = input if batched else input.unsqueeze(1)
         if batched and self.batch_first:
             x = x.transpose(0, 1)
-        n = x.shape[1]
-        expected = (self.num_layers * len(self._suffixes()), n, self.hidden_size)
+        layers, n = self.num_layers * len(self._suffixes()), x.shape[1]
+        # h has proj_size features when an LSTM projects, c always hidden_size
+        shapes = ((layers, n, self.proj_size or self.hidden_size), (layers, n, self.hidden_size))
         pair = self.mode == "LSTM"
         if hx is None:
-            zeros = creation.zeros(expected, dtype=input.dtype, device=input.device)
-            hx = (zeros, zeros) if pair else zeros
+            states = tuple(creation.zeros(s, dtype=input.dtype, device=input.device) for s in shapes)
         else:
-            for h, what in zip(hx if pair else (hx,), ("hidden", "cell")):
-                self._check_hidden(h, batched, expected, what)
-            if not batched:
-                hx = tuple(h.unsqueeze(1) for h in hx) if pair else hx.unsqueeze(1)
-        out, hn = self._run(x, hx)
+            states = self._check_hidden(hx, batched, shapes)
+        out, hn = self._run(x, states if pair else states[0])
         if batched and self.batch_first:
             out = out.transpose(0, 1)
         if not batched:
@@ -314,14 +329,18 @@ def _check_sizes(input_size, hidden_size, num_layers, dropout, proj_size) -> Non
     if (not isinstance(dropout, numbers.Number) or isinstance(dropout, bool) or not 0 <= dropout <= 1):
         raise ValueError("dropout should be a number in range [0, 1] representing the probability of an "
                          "element being zeroed")
+    if input_size <= 0:
+        raise ValueError("input_size must be greater than zero")
     if not isinstance(hidden_size, int) or isinstance(hidden_size, bool):
         raise TypeError(f"hidden_size should be of type int, got: {type(hidden_size).__name__}")
     if hidden_size <= 0:
         raise ValueError("hidden_size must be greater than zero")
     if num_layers <= 0:
         raise ValueError("num_layers must be greater than zero")
-    if proj_size != 0:
-        raise NotImplementedError("clgrad: LSTM proj_size is not supported")
+    if proj_size < 0:
+        raise ValueError("proj_size should be a positive integer or zero to disable projections")
+    if proj_size >= hidden_size:
+        raise ValueError("proj_size has to be smaller than hidden_size")
 
 
 class RNN(RNNBase):
@@ -337,7 +356,8 @@ class RNN(RNNBase):
 
 
 class LSTM(RNNBase):
-    """Multi-layer LSTM; returns ``(output, (h_n, c_n))``."""
+    """Multi-layer LSTM; returns ``(output, (h_n, c_n))``. With ``proj_size > 0`` each step's h is projected by
+    ``weight_hr_l{k}`` to proj_size features (h_0, h_n and the output have proj_size features, c hidden_size)."""
 
     def __init__(self, input_size: int, hidden_size: int, num_layers: int = 1, bias: bool = True,
                  batch_first: bool = False, dropout: float = 0.0, bidirectional: bool = False,
