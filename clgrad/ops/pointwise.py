@@ -1,6 +1,7 @@
 """Elementwise ops: promotion, device checks and broadcasting in one place, then one backend call."""
 from __future__ import annotations
 
+import math
 import warnings
 
 import numpy as np
@@ -142,6 +143,80 @@ def apply(op: str, *operands, out=None, compute: D.dtype | None = None):
     When autograd records (an operand requires grad), the op goes through its ``Function``; an ``out`` that
     is also an operand makes it an in-place op.
     """
+    key = _plan_key(op, operands, out, compute)
+    if key is None:
+        return _apply(op, operands, out, compute)
+    plan = _PLANS.get(key)
+    if plan is not None:
+        if out is None:
+            return _run_plan(plan, operands, None)
+        if not any(x._storage is out._storage and not x._same_view(out) for x in operands if is_tensor(x)):
+            return _run_plan(plan, operands, out)
+    result = _apply(op, operands, out, compute)
+    _remember(key, result, operands, compute)
+    return result
+
+
+# Repeated ops skip promotion, device checks and broadcasting: a plan remembers their outcome for operands of
+# the same dtypes, shapes, strides and devices (and Python scalar types), plus the backend's prepared launch.
+_PLANS: dict = {}
+_MAX_PLANS = 4096
+_BIG = 2**31 - 1  # storages past int32 indexing get other kernels
+_SCALARS = (int, float, bool)
+_NO_PLAN = frozenset({"pow", "where"})  # their checks look at values (negative int exponents) or warn
+
+
+def _plan_key(op: str, operands, out, compute):
+    if op in _NO_PLAN:
+        return None
+    grad = is_grad_enabled()
+    key = [op, compute, D.get_default_dtype()]  # int tensor / float scalar promote to the default dtype
+    for x in (*operands, out):
+        s = getattr(x, "_storage", None)
+        if s is None:
+            if type(x) not in _SCALARS and x is not None:
+                return None
+            key.append(type(x))
+        elif grad and x.requires_grad:
+            return None
+        else:
+            key.append((x.dtype, x._shape, x._strides, s.device, s.size > _BIG, x is out))
+    return tuple(key)
+
+
+def _remember(key, out, operands, compute) -> None:
+    if out.numel() == 0 or any(is_tensor(x) and x.device != out.device for x in operands):
+        return  # nothing to launch, or 0-dim cpu tensors travelling as scalars: keep the general path
+    from .views import expand_strides
+
+    expanded = tuple(expand_strides(x._shape, x._strides, out._shape)[1] if is_tensor(x) and x._shape != out._shape
+                     else None for x in operands)
+    inputs = [x.expand(out._shape) if is_tensor(x) else x for x in operands]
+    if compute is None:
+        bool_args = OPS[key[0]].bool_args
+        compute = compute_dtype(key[0], [x for k, x in enumerate(operands) if k not in bool_args], out.device)
+    launch = backends.get(out.device).elementwise_launcher(key[0], out, inputs, compute)
+    if len(_PLANS) >= _MAX_PLANS:
+        _PLANS.clear()
+    _PLANS[key] = (out.device, out.dtype, out._shape, out._strides, expanded, launch)
+
+
+def _run_plan(plan, operands, out):
+    from ..tensor import Tensor
+
+    dev, dt, shape, strides, expanded, launch = plan
+    inputs = [x if st is None else Tensor._make(x._storage, x.dtype, shape, st, x._offset)
+              for x, st in zip(operands, expanded)]
+    if out is None:
+        out = Tensor._make(backends.get(dev).empty(dev, dt, math.prod(shape)), dt, shape, strides)
+        launch(out, inputs)
+    else:
+        launch(out, inputs)
+        out._storage.version += 1
+    return out
+
+
+def _apply(op, operands, out, compute):
     if is_grad_enabled() and any(is_tensor(x) and x.requires_grad for x in (*operands, out)):
         return _apply_tracked(op, operands, out, compute)
     entry = OPS[op]

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from ..ops.creation import zeros_like
 from ..ops.math import FUNCS
-from .optimizer import Optimizer, adam_moments, check
+from .optimizer import Optimizer, adam_moments, check, fused_backend
 
 
 def check_betas(lr, eps, betas, weight_decay) -> None:
@@ -36,13 +36,24 @@ class Adam(Optimizer):
     def _update(self, group: dict) -> None:
         lr, eps = group["lr"], group["eps"]
         beta1, beta2 = group["betas"]
-        for p, grad, state in self._params_with_grad(group):
+        for p, grad, state in self._params_with_grad(group, negate=False):
             if not state:
                 state["step"] = 0.0
                 state["exp_avg"] = zeros_like(p)
                 state["exp_avg_sq"] = zeros_like(p)
                 if group["amsgrad"]:
                     state["max_exp_avg_sq"] = zeros_like(p)
+            vmax = state.get("max_exp_avg_sq") if group["amsgrad"] else None
+            backend = fused_backend(p, grad, state["exp_avg"], state["exp_avg_sq"], vmax)
+            if backend is not None:
+                state["step"] += 1
+                backend.adam_step(p, grad, state["exp_avg"], state["exp_avg_sq"], vmax, lr=lr, beta1=beta1,
+                                  beta2=beta2, eps=eps, weight_decay=group["weight_decay"],
+                                  decoupled=group["decoupled_weight_decay"], maximize=group["maximize"],
+                                  step=state["step"])
+                continue
+            if group["maximize"]:
+                grad = -grad
             step, grad, exp_avg, exp_avg_sq = adam_moments(p, grad, state, group)
             step_size = lr / (1 - beta1 ** step)
             bias_correction2_sqrt = (1 - beta2 ** step) ** 0.5

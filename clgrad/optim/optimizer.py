@@ -135,14 +135,15 @@ class Optimizer:
     def _update(self, group: dict) -> None:
         raise NotImplementedError
 
-    def _params_with_grad(self, group: dict):
-        """(param, grad, state) for each parameter of ``group`` that has a gradient."""
+    def _params_with_grad(self, group: dict, negate: bool = True):
+        """(param, grad, state) for each parameter of ``group`` that has a gradient; with ``maximize`` the
+        gradient comes negated unless ``negate`` is off (a fused step negates it itself)."""
         for p in group["params"]:
             if p.grad is None:
                 continue
             if getattr(p.grad, "is_sparse", False):
                 raise RuntimeError(f"{self.__class__.__name__} does not support sparse gradients")
-            grad = -p.grad if group.get("maximize", False) else p.grad
+            grad = -p.grad if negate and group.get("maximize", False) else p.grad
             yield p, grad, self.state[p]
 
     def state_dict(self) -> dict[str, Any]:
@@ -216,3 +217,19 @@ def adam_moments(p, grad, state: dict, group: dict):
     exp_avg.lerp_(grad, 1 - beta1)
     exp_avg_sq.mul_(beta2).addcmul_(grad, grad, value=1 - beta2)
     return state["step"], grad, exp_avg, exp_avg_sq
+
+
+def fused_backend(p, *tensors):
+    """The parameter's backend when it has fused optimizer steps and they apply: ``p``, its gradient and its
+    state tensors (None entries are skipped) are contiguous and of one float dtype, on ``p``'s device.
+    Otherwise None, and the optimizer composes the same update from elementwise ops."""
+    from .. import backends
+    from .. import dtypes as D
+
+    backend = backends.get(p.device)
+    if not hasattr(backend, "adam_step") or p.dtype not in (D.float32, D.float64):
+        return None
+    for t in (p, *tensors):
+        if t is not None and (t.dtype is not p.dtype or t.device != p.device or not t.is_contiguous()):
+            return None
+    return backend

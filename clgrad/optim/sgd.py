@@ -1,7 +1,7 @@
 """Stochastic gradient descent with momentum, dampening, Nesterov momentum and weight decay."""
 from __future__ import annotations
 
-from .optimizer import Optimizer, check
+from .optimizer import Optimizer, check, fused_backend
 
 
 class SGD(Optimizer):
@@ -27,7 +27,19 @@ class SGD(Optimizer):
 
     def _update(self, group: dict) -> None:
         lr, momentum, wd = group["lr"], group["momentum"], group["weight_decay"]
-        for p, grad, state in self._params_with_grad(group):
+        for p, grad, state in self._params_with_grad(group, negate=False):
+            buf = state.get("momentum_buffer")
+            first = momentum != 0 and buf is None
+            backend = fused_backend(p, grad, buf)
+            if backend is not None:
+                if first:
+                    buf = state["momentum_buffer"] = p._empty_like()  # the kernel fills it from the gradient
+                backend.sgd_step(p, grad, buf if momentum != 0 else None, lr=lr, momentum=momentum,
+                                 dampening=group["dampening"], weight_decay=wd, nesterov=group["nesterov"],
+                                 maximize=group["maximize"], first=first)
+                continue
+            if group["maximize"]:
+                grad = -grad
             if wd != 0:
                 grad = grad.add(p, alpha=wd)
             if momentum != 0:

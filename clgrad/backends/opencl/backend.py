@@ -12,6 +12,7 @@ from .conv import CLConv
 from .index import CLIndex
 from .matmul import CLMatmul
 from .nn import CLNN
+from .optim import CLOptim
 from .random import CLRandom
 from .reduce import CLReduce
 from .scan import CLScan
@@ -62,7 +63,29 @@ def launch_size(dev: runtime.CLDevice, n: int, local: int = 256):
     return (-(-n // local) * local,), (local,)
 
 
-class OpenCLBackend(CLReduce, CLMatmul, CLRandom, CLIndex, CLScan, CLConv, CLNN):
+_LAUNCHERS: dict = {}
+_MAX_LAUNCHERS = 4096  # distinct layouts seen; the cache starts over beyond this (shapes that keep changing)
+
+
+def _out_cast(out_dt: D.dtype, compute: D.dtype, entry) -> str:
+    """How the kernel stores its result: half and bool need conversions, and float results stored into
+    small ints go through int (C leaves float->char undefined out of range; PyTorch wraps)."""
+    if out_dt is D.float16:
+        return "half"
+    if out_dt is D.bool:
+        return "bool"
+    if compute.kind == "f" and not entry.predicate and out_dt.kind in "iu" and out_dt is not D.int64:
+        return "float_to_small_int"
+    return "plain"
+
+
+def _to_scalar(x, scalar_np: np.dtype):
+    """A Python scalar as the kernel's argument type, wrapping out-of-range ints as a C cast does."""
+    with np.errstate(all="ignore"):
+        return np.array(x).astype(scalar_np)[()]
+
+
+class OpenCLBackend(CLReduce, CLMatmul, CLRandom, CLIndex, CLScan, CLConv, CLNN, CLOptim):
     name = "opencl"
 
     @staticmethod
@@ -116,20 +139,40 @@ class OpenCLBackend(CLReduce, CLMatmul, CLRandom, CLIndex, CLScan, CLConv, CLNN)
                 dev.queue.finish()
 
     def elementwise(self, op: str, out, inputs, compute: D.dtype) -> None:
-        n = out.numel()
-        if n == 0:
+        if out.numel() == 0:
             return
+        self.elementwise_launcher(op, out, inputs, compute)(out, inputs)
+
+    def elementwise_launcher(self, op: str, out, inputs, compute: D.dtype):
+        """A ``launch(out, inputs)`` for every call whose operands have the dtypes, shape and strides of these.
+
+        Launchers are cached on exactly that, so the per-op Python work of a repeated op is filling in buffers,
+        offsets and scalars: the kernel, its geometry and the layout arguments are worked out once.
+        """
+        big = max([out.numel()] + [x._storage.size for x in inputs if hasattr(x, "_storage")]
+                  + [out._storage.size]) > INT32_MAX
+        key = (op, compute, out.dtype, out._shape, out._strides, big, out.device.index,
+               *[(x.dtype, x._strides) if hasattr(x, "_storage") else type(x) for x in inputs])
+        launch = _LAUNCHERS.get(key)
+        if launch is None:
+            if len(_LAUNCHERS) >= _MAX_LAUNCHERS:
+                _LAUNCHERS.clear()
+            launch = _LAUNCHERS[key] = self._build_launcher(op, out, inputs, compute, big)
+        return launch
+
+    def _build_launcher(self, op: str, out, inputs, compute: D.dtype, big: bool):
+        n = out.numel()
         dev = self.dev(out)
         self.check_dtype(dev, compute)
         entry = OPS[op]
         tensors = [x for x in inputs if hasattr(x, "_storage")]
         shape, strides = coalesce(out.shape, [out._strides] + [x._strides for x in tensors])
-        big = max([n] + [x._storage.size for x in tensors] + [out._storage.size]) > INT32_MAX
         idx_np = np.int64 if big else np.int32
         compute_ctype = compute.compute_ctype
         ndim = len(shape)
 
-        arg_desc, arg_dtypes, values = [], [None, idx_np], [out._storage.data, out._offset]
+        # values[slot] is filled per call: a buffer (and its offset at slot + 1), or a converted scalar
+        arg_desc, arg_dtypes, values, slots = [], [None, idx_np], [None, 0], []
         out_contig = _is_contig(shape, strides[0])
         if not out_contig:
             arg_dtypes += [idx_np] * ndim
@@ -142,17 +185,18 @@ class OpenCLBackend(CLReduce, CLMatmul, CLRandom, CLIndex, CLScan, CLConv, CLNN)
                 ti += 1
                 contig = _is_contig(shape, st)
                 arg_desc.append((False, x.dtype.ctype, load_t, contig))
+                slots.append((k, len(values), None))
                 arg_dtypes += [None, idx_np]
-                values += [x._storage.data, x._offset]
+                values += [None, 0]
                 if not contig:
                     arg_dtypes += [idx_np] * ndim
                     values += st
             else:
                 scalar_np = np.dtype(_SCALAR_NP[load_t])
                 arg_desc.append((True, None, load_t, True))
+                slots.append((k, len(values), scalar_np))
                 arg_dtypes.append(scalar_np)
-                with np.errstate(all="ignore"):
-                    values.append(np.array(x).astype(scalar_np)[()])
+                values.append(None)
         strided = (not out_contig) or any(not a[0] and not a[3] for a in arg_desc)
         if strided:
             arg_dtypes += [idx_np] * ndim
@@ -160,22 +204,25 @@ class OpenCLBackend(CLReduce, CLMatmul, CLRandom, CLIndex, CLScan, CLConv, CLNN)
         arg_dtypes.append(idx_np)
         values.append(n)
 
-        out_dt = out.dtype
-        if out_dt is D.float16:
-            out_cast = "half"
-        elif out_dt is D.bool:
-            out_cast = "bool"
-        elif compute.kind == "f" and not entry.predicate and out_dt.kind in "iu" and out_dt is not D.int64:
-            out_cast = "float_to_small_int"
-        else:
-            out_cast = "plain"
-        integral = compute.kind != "f"
         params = dict(
-            compute=compute_ctype, integral=integral, expr=entry.c_expr(integral, compute is D.bool),
+            compute=compute_ctype, integral=compute.kind != "f", expr=entry.c_expr(compute.kind != "f", compute is D.bool),
             half_compute=compute is D.float16, args=tuple(arg_desc),
-            out_ctype=out_dt.ctype, out_contig=out_contig, out_cast=out_cast, ndim=ndim,
-            idx_t="long" if big else "int", fp64=D.float64 in (compute, out_dt) or any(x.dtype is D.float64 for x in tensors),
+            out_ctype=out.dtype.ctype, out_contig=out_contig, out_cast=_out_cast(out.dtype, compute, entry), ndim=ndim,
+            idx_t="long" if big else "int", fp64=D.float64 in (compute, out.dtype) or any(x.dtype is D.float64 for x in tensors),
         )
         kernel = programs.get_kernel(dev, "elementwise", f"{op}_{compute_ctype}", tuple(arg_dtypes), params)
         gsize, lsize = launch_size(dev, n)
-        kernel(dev.queue, gsize, lsize, *values)
+        queue = dev.queue
+
+        def launch(out, inputs):
+            vals = values.copy()
+            vals[0], vals[1] = out._storage.data, out._offset
+            for k, slot, scalar_np in slots:
+                x = inputs[k]
+                if scalar_np is None:
+                    vals[slot], vals[slot + 1] = x._storage.data, x._offset
+                else:
+                    vals[slot] = _to_scalar(x, scalar_np)
+            kernel(queue, gsize, lsize, *vals)
+
+        return launch
