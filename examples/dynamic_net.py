@@ -1,6 +1,6 @@
 """A network whose depth changes every step: autograd records whatever the Python code did this time.
 
-    python examples/dynamic_net.py [--device opencl:N|cpu] [--steps 500] [--seed 0]
+    python examples/dynamic_net.py [--device opencl:N|cpu] [--steps 500] [--seed 0] [--smoke]
 """
 from __future__ import annotations
 
@@ -33,7 +33,10 @@ def main() -> None:
     parser.add_argument("--device", default="opencl" if torch.opencl.is_available() else "cpu")
     parser.add_argument("--steps", type=int, default=500)
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--smoke", action="store_true", help="100 steps only, for a quick check")
     args = parser.parse_args()
+    if args.smoke:
+        args.steps = 100
     torch.manual_seed(args.seed)
     random.seed(args.seed)
     device = torch.device(args.device)

@@ -1,6 +1,6 @@
 """A tour of clgrad's tensor engine on an OpenCL device, checked against numpy as it goes.
 
-    python examples/quickstart.py [--device opencl:N]
+    python examples/quickstart.py [--device opencl:N] [--smoke]
 """
 from __future__ import annotations
 
@@ -14,6 +14,7 @@ import clgrad as torch
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--device", default="opencl" if torch.opencl.is_available() else "cpu")
+    parser.add_argument("--smoke", action="store_true", help="accepted like every example's; the tour is quick")
     args = parser.parse_args()
     d = torch.device(args.device)
     print("OpenCL devices:", *torch.opencl.devices(), sep="\n  ")

@@ -1,6 +1,6 @@
 """The two-layer network with autograd: ``loss.backward()`` computes the gradients of w1 and w2.
 
-    python examples/two_layer_net_autograd.py [--device opencl:N|cpu] [--steps 500] [--seed 0]
+    python examples/two_layer_net_autograd.py [--device opencl:N|cpu] [--steps 500] [--seed 0] [--smoke]
 
 ``train`` takes the library as an argument, so the test suite runs it with clgrad and with PyTorch and
 compares the two loss curves.
@@ -59,7 +59,10 @@ def main() -> None:
     parser.add_argument("--device", default="opencl" if clgrad.opencl.is_available() else "cpu")
     parser.add_argument("--steps", type=int, default=500)
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--smoke", action="store_true", help="60 steps only, for a quick check")
     args = parser.parse_args()
+    if args.smoke:
+        args.steps = 60
     losses = train(clgrad, clgrad.device(args.device), args.steps, args.seed)
     print(f"initial loss {losses[0]:.6g}, final loss {losses[-1]:.6g}")
     sys.exit(0 if losses[-1] < 0.1 * losses[0] else 1)

@@ -1,6 +1,6 @@
 """The two-layer network as ``nn.Sequential``: the module holds the weights, ``nn.MSELoss`` the loss.
 
-    python examples/two_layer_net_nn.py [--device opencl:N|cpu] [--steps 500] [--seed 0]
+    python examples/two_layer_net_nn.py [--device opencl:N|cpu] [--steps 500] [--seed 0] [--smoke]
 """
 from __future__ import annotations
 
@@ -15,7 +15,10 @@ def main() -> None:
     parser.add_argument("--device", default="opencl" if torch.opencl.is_available() else "cpu")
     parser.add_argument("--steps", type=int, default=500)
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--smoke", action="store_true", help="60 steps only, for a quick check")
     args = parser.parse_args()
+    if args.smoke:
+        args.steps = 60
     torch.manual_seed(args.seed)
     device = torch.device(args.device)
 

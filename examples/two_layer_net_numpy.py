@@ -1,6 +1,6 @@
 """A two-layer ReLU network fitted to random data with numpy alone: forward and backward by hand.
 
-    python examples/two_layer_net_numpy.py [--steps 500] [--seed 0]
+    python examples/two_layer_net_numpy.py [--steps 500] [--seed 0] [--smoke]
 
 The starting point of the progression: the next scripts replace numpy with clgrad, then hand-written
 gradients with autograd, then the weights with nn modules and the update with an optimizer.
@@ -18,7 +18,10 @@ def main() -> None:
     parser.add_argument("--device", default="cpu", choices=["cpu"], help="numpy only runs on the cpu")
     parser.add_argument("--steps", type=int, default=500)
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--smoke", action="store_true", help="60 steps only, for a quick check")
     args = parser.parse_args()
+    if args.smoke:
+        args.steps = 60
     rng = np.random.default_rng(args.seed)
 
     # N is batch size; D_in is input dimension; H is hidden dimension; D_out is output dimension.

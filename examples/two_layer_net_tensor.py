@@ -1,6 +1,6 @@
 """The same two-layer network with clgrad tensors instead of numpy arrays: it runs on an OpenCL device.
 
-    python examples/two_layer_net_tensor.py [--device opencl:N|cpu] [--steps 500] [--seed 0]
+    python examples/two_layer_net_tensor.py [--device opencl:N|cpu] [--steps 500] [--seed 0] [--smoke]
 
 Gradients are still written by hand; two_layer_net_autograd.py lets autograd compute them.
 """
@@ -17,7 +17,10 @@ def main() -> None:
     parser.add_argument("--device", default="opencl" if torch.opencl.is_available() else "cpu")
     parser.add_argument("--steps", type=int, default=500)
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--smoke", action="store_true", help="60 steps only, for a quick check")
     args = parser.parse_args()
+    if args.smoke:
+        args.steps = 60
     torch.manual_seed(args.seed)
     device = torch.device(args.device)
     dtype = torch.float
