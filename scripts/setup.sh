@@ -13,7 +13,7 @@ if command -v apt-get >/dev/null 2>&1 && [ "$(id -u)" = 0 ] && \
 fi
 extras="pocl"
 if [ "${1:-}" = test ]; then
-  extras="test,pocl,oclgrind"
+  extras="test,pocl,oclgrind,distributed"
 fi
 python -m pip install -q -e ".[${extras}]"
 if [ "${1:-}" = test ]; then

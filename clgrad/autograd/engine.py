@@ -86,6 +86,8 @@ def run_backward(tensors, grad_tensors, retain_graph, create_graph, inputs=None,
     captured = [None] * len(inputs or ())
     ready = [node for (node, _), _ in roots if deps.get(node) == 0]
     done = set()
+    global _callbacks
+    outer_callbacks, _callbacks = _callbacks, []
     prev = set_enabled(create_graph)
     try:
         while ready:
@@ -108,8 +110,12 @@ def run_backward(tensors, grad_tensors, retain_graph, create_graph, inputs=None,
                     deps[nxt] -= 1
                     if deps[nxt] == 0:
                         ready.append(nxt)
+        callbacks = _callbacks
+        while callbacks:  # in queue order; a callback may queue more
+            callbacks.pop(0)()
     finally:
         set_enabled(prev)
+        _callbacks = outer_callbacks
     return captured
 
 
@@ -160,6 +166,20 @@ def _accumulate_leaf(t, grad, create_graph):
     if grad is None:
         return
     _accumulate_into(t, _run_tensor_hooks(t, grad), create_graph)
+    for hook in t.__dict__.get("_post_acc_hooks", ()):
+        hook(t)
+
+
+# callbacks queued with queue_callback during the running backward; None when no backward runs
+_callbacks: list | None = None
+
+
+def queue_callback(fn) -> None:
+    """Run ``fn()`` once the running backward pass has finished (PyTorch's
+    ``Variable._execution_engine.queue_callback``); callbacks may queue more callbacks."""
+    if _callbacks is None:
+        raise RuntimeError("Final callbacks can only be installed during backward pass.")
+    _callbacks.append(fn)
 
 
 def _accumulate_into(t, grad, create_graph):
