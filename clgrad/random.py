@@ -22,6 +22,7 @@ from .device import resolve
 from .ops import pointwise as P
 from .ops.creation import _creation_args, _finish
 from .ops.creation import tensor as _tensor
+from .ops.guard import tensor_first, user_stacklevel
 from .ops.views import broadcast_shapes
 
 __all__ = [
@@ -266,7 +267,7 @@ def _check_in_range(from_: int, to_inc: int, dt: D.dtype) -> None:
                 warnings.warn(
                     f"{name} is out of bounds [-(2^{digits}), 2^{digits}]. Due to precision limitations "
                     f"{_CPP_NAME[dt.name]} can support discrete uniform distribution only within this range.",
-                    stacklevel=4,
+                    stacklevel=user_stacklevel(),
                 )
 
 
@@ -504,3 +505,6 @@ def install(T) -> None:
     T.uniform_, T.normal_, T.random_ = uniform_, normal_, random_
     T.bernoulli_, T.exponential_, T.bernoulli = bernoulli_, exponential_, _bernoulli_method
 
+
+# a list or a number where a tensor belongs raises PyTorch's TypeError (see ops/guard.py)
+tensor_first(globals(), __all__)

@@ -275,14 +275,17 @@ def _read_header(fh, size: int, fname: str):
     if size < 8:
         raise _bad(fname, f"the file is truncated or empty ({size} bytes); a checkpoint starts with an 8-byte header")
     head = _read_exact(fh, 8, fname, "the header length")
-    if head[:1] == b"\x80" or head[:2] == b"PK":
-        raise _bad(fname, "this looks like a pickle / torch.save file, which clgrad never loads because unpickling "
-                   "can run arbitrary code; re-save it with safetensors (safetensors.torch.save_file)")
     n = int.from_bytes(head, "little")
-    if n > size - 8 or n > MAX_HEADER:
-        raise _bad(fname, f"not a safetensors file, or truncated: header length {n} but the file has {size} bytes")
-    raw = _read_exact(fh, n, fname, "the header")
+    plausible = n <= size - 8 and n <= MAX_HEADER
+    # A real header's JSON follows its length. The pickle / zip signatures are checked only when it does not:
+    # a length such as 128 or 384 starts with the byte 0x80, like a pickle, and must still load.
+    raw = _read_exact(fh, n, fname, "the header") if plausible else b""
     if raw[:1] != b"{":
+        if _looks_pickled(head):
+            raise _bad(fname, "this looks like a pickle / torch.save file, which clgrad never loads because "
+                       "unpickling can run arbitrary code; re-save it with safetensors (safetensors.torch.save_file)")
+        if not plausible:
+            raise _bad(fname, f"not a safetensors file, or truncated: header length {n} but the file has {size} bytes")
         raise _bad(fname, "not a safetensors file (the header is not a JSON object)")
     header = _json(raw, fname, "the header")
     meta = header.pop("__metadata__", None) or {}
@@ -291,6 +294,11 @@ def _read_header(fh, size: int, fname: str):
     entries = {name: _entry(name, e, fname) for name, e in header.items()}
     _check_layout(entries, size - 8 - n, fname)
     return entries, meta, n
+
+
+def _looks_pickled(head: bytes) -> bool:
+    """A pickle of protocol 2 or later (PROTO opcode 0x80, then the protocol), or a zip (torch.save's format)."""
+    return (head[:1] == b"\x80" and 2 <= head[1] <= 5) or head[:4] == b"PK\x03\x04"
 
 
 def _unique_keys(pairs):

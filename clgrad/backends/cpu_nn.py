@@ -2,6 +2,8 @@
 ``backends/opencl/nn.py`` (same arguments, same results up to rounding)."""
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 
 from .. import dtypes as D
@@ -81,7 +83,8 @@ class CPUNN:
         if mean.numel() == 0:
             return
         a = view_of(x).astype(mean.dtype.np)
-        with np.errstate(all="ignore"):
+        with np.errstate(all="ignore"), warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)  # numpy's "Mean of empty slice": nan, as in PyTorch
             mu = np.mean(a, axis=tuple(dims), keepdims=True)
             np.copyto(view_of(mean), mu)
             np.copyto(view_of(var), np.mean(np.square(a - mu), axis=tuple(dims), keepdims=True))

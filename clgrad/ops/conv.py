@@ -20,6 +20,7 @@ from ..autograd.graph import needs_graph
 from ..backends.cpu_conv import Window
 from . import pointwise as P
 from . import shape as S
+from .guard import tensor_first
 from .linalg import _CPP_NAME, _SCALAR_NAME
 
 __all__ = ["conv1d", "conv2d", "conv_transpose1d", "conv_transpose2d", "max_pool1d", "max_pool2d", "avg_pool1d",
@@ -715,3 +716,7 @@ def adaptive_avg_pool1d(input, output_size):
 
 def install(T) -> None:
     """PyTorch has none of these as Tensor methods (``Tensor.unfold`` is a different op)."""
+
+
+# a list or a number where a tensor belongs raises PyTorch's TypeError (see guard.py)
+tensor_first(globals(), FUNCTIONAL)

@@ -12,6 +12,7 @@ from .. import backends
 from .. import dtypes as D
 from ..device import resolve
 from . import pointwise as P
+from .guard import tensor_first
 from .views import as_size
 
 
@@ -117,6 +118,20 @@ def _check_overflow(arr: np.ndarray, dt: D.dtype) -> None:
         bad = (arr > info.max) | (arr < info.min)
     if bad.any():
         raise RuntimeError(f"value cannot be converted to type {dt.name} without overflow")
+
+
+# C++ type names PyTorch uses when a fill value does not fit (full, fill_, masked_fill, index_fill)
+_FILL_NAME = {"uint8": "uint8_t", "int8": "int8_t", "int16": "int16_t", "int32": "int", "int64": "int64_t"}
+
+
+def check_fill_value(value, dt: D.dtype) -> None:
+    """A fill value must fit an integer dtype: nan, inf and out-of-range numbers raise PyTorch's RuntimeError."""
+    if dt.kind not in "iu" or isinstance(value, (bool, np.bool_)) or hasattr(value, "_storage"):
+        return
+    try:
+        _check_overflow(np.array(value), dt)
+    except RuntimeError:
+        raise RuntimeError(f"value cannot be converted to type {_FILL_NAME[dt.name]} without overflow") from None
 
 
 def _from_host(arr: np.ndarray, dt: D.dtype, dev):
@@ -276,16 +291,18 @@ def full(size, fill_value, dtype=None, device=None, requires_grad=False, **kwarg
     if dtype is None:
         dtype = D.scalar_dtype(fill_value)
     shape, dt, dev = _creation_args((size,), dtype, device)
+    check_fill_value(fill_value, dt)
     return _finish(P.fill(_tensor_cls()._empty(shape, dt, dev), fill_value), requires_grad)
 
 
 def _like(name, value):
-    def like(t, *args, dtype=None, device=None, requires_grad=False, memory_format=None, **_):
-        """Shape, dtype, device and (dense) memory layout of ``t``, each but the shape overridable."""
+    def like(input, *args, dtype=None, device=None, requires_grad=False, memory_format=None, **_):  # noqa: A002
+        """Shape, dtype, device and (dense) memory layout of ``input``, each but the shape overridable."""
         fill_value = _fill_value(args[0], name) if value == "arg" else value
-        dt = D.as_dtype(dtype) if dtype is not None else t.dtype
-        out = t._empty_like(dt, resolve(device) if device is not None else t.device, memory_format)
+        dt = D.as_dtype(dtype) if dtype is not None else input.dtype
+        out = input._empty_like(dt, resolve(device) if device is not None else input.device, memory_format)
         if fill_value is not None:
+            check_fill_value(fill_value, dt)
             P.fill(out, fill_value)
         return _finish(out, requires_grad)
 
@@ -298,6 +315,7 @@ empty_like = _like("empty_like", None)
 zeros_like = _like("zeros_like", 0)
 ones_like = _like("ones_like", 1)
 full_like = _like("full_like", "arg")
+tensor_first(globals(), ["empty_like", "zeros_like", "ones_like", "full_like"])
 
 
 # ---- ranges ------------------------------------------------------------------------------------

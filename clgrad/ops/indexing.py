@@ -20,6 +20,7 @@ from ..autograd.graph import inplace, needs_graph
 from . import index_grad as G
 from . import pointwise as P
 from . import views as V
+from .guard import tensor_first, user_stacklevel
 
 __all__ = ["gather", "scatter", "scatter_add", "index_select", "index_add", "index_put", "index_put_",
            "index_fill", "masked_fill", "masked_select", "nonzero", "argwhere", "take_along_dim", "where"]
@@ -160,7 +161,7 @@ def _expand_indices(x, indices):
             checked = True
             continue
         if item.dtype is D.uint8:
-            warnings.warn(_UINT8_MASK, UserWarning, stacklevel=4)
+            warnings.warn(_UINT8_MASK, UserWarning, stacklevel=user_stacklevel())
         if item.dim() == 0:
             raise NotImplementedError("a 0-dim boolean index is only supported through x[...] indexing")
         _check_mask(x, item, len(out))
@@ -275,7 +276,7 @@ def _as_tuple(index) -> tuple:
     if isinstance(index, list) and len(index) < 32 and any(
             it is None or it is Ellipsis or isinstance(it, (slice, list, tuple, np.ndarray)) or P.is_tensor(it)
             for it in index):
-        warnings.warn(_SEQUENCE, UserWarning, stacklevel=4)
+        warnings.warn(_SEQUENCE, UserWarning, stacklevel=user_stacklevel())
         return tuple(index)
     return (index,)
 
@@ -364,7 +365,7 @@ def setitem(t, key, value) -> None:
         mask, d = adv[0], entries.index(adv[0])
         _check_mask(target, mask, d)
         if mask.dtype is D.uint8:
-            warnings.warn(_UINT8_MASK, UserWarning, stacklevel=3)
+            warnings.warn(_UINT8_MASK, UserWarning, stacklevel=user_stacklevel())
         mask = mask.reshape((1,) * d + mask._shape + (1,) * (target.dim() - d - mask.dim()))
         masked_fill_(target, mask if mask.dtype is D.bool else mask.to(D.bool), value)
         return
@@ -580,7 +581,8 @@ def _index_add_raw(x, dim: int, index, source) -> None:
     V.check_no_internal_overlap(x)
     shape, base, idx = _slab(x, dim, index)
     value = _value_over(x, _atleast1(source), shape, str)
-    _put_raw(base, value, idx, "add", _bounds(RuntimeError, dim), wrap=False)
+    # PyTorch's cpu kernel raises IndexError for a 0-d or 1-d self and RuntimeError for more dims
+    _put_raw(base, value, idx, "add", _bounds(IndexError if x.dim() <= 1 else RuntimeError, dim), wrap=False)
 
 
 def _index_add(x, dim, index, source, alpha, in_place: bool):
@@ -620,6 +622,9 @@ def _index_fill(x, dim, index, value, in_place: bool):
     if P.is_tensor(value) and value.dim():
         raise IndexError(f"index_fill_ only supports a 0-dimensional value tensor, but got tensor with {value.dim()} "
                          "dimension(s).")
+    from .creation import check_fill_value
+
+    check_fill_value(value, x.dtype)
     d = V.wrap_dim(dim, x.dim())
     index = index.to(x.device, D.int64)
     if needs_graph(x, value):
@@ -643,7 +648,7 @@ def index_fill_(input, dim, index, value):  # noqa: A002
 # ---- masks ----------------------------------------------------------------------------------------
 
 
-def _fill_checks(mask, value) -> None:
+def _fill_checks(x, mask, value) -> None:
     if not P.is_tensor(mask) or mask.dtype is not D.bool:
         got = _CPP_NAMES[mask.dtype.name] if P.is_tensor(mask) else type(mask).__name__
         raise RuntimeError(f"masked_fill_ only supports boolean masks, but got mask with dtype {got}")
@@ -652,6 +657,9 @@ def _fill_checks(mask, value) -> None:
                            f"{value.dim()} dimension(s).")
     if not P.is_tensor(value) and not isinstance(value, (Number, np.number, np.bool_)):
         raise TypeError(f"masked_fill(): argument 'value' must be Number or Tensor, not {type(value).__name__}")
+    from .creation import check_fill_value
+
+    check_fill_value(value, x.dtype)
 
 
 def _masked_fill_raw(x, mask, value, out=None):
@@ -660,14 +668,14 @@ def _masked_fill_raw(x, mask, value, out=None):
 
 def masked_fill(input, mask, value):  # noqa: A002
     """``value`` where ``mask`` (bool, broadcast) is true, else ``input``: ``x.masked_fill(x < 0, 0)``."""
-    _fill_checks(mask, value)
+    _fill_checks(input, mask, value)
     if needs_graph(input, value):
         return (G.MaskedFillTensor if P.is_tensor(value) else G.MaskedFill).apply(input, mask, value)
     return _masked_fill_raw(input, mask, value)
 
 
 def masked_fill_(input, mask, value):  # noqa: A002
-    _fill_checks(mask, value)
+    _fill_checks(input, mask, value)
     if needs_graph(input, value):
         return inplace(input, lambda old: masked_fill(old, mask, value))
     return _masked_fill_raw(input, mask, value, out=input)
@@ -725,3 +733,7 @@ def install(T) -> None:
                index_put, index_put_, index_fill, index_fill_, masked_fill, masked_fill_, masked_select,
                nonzero, argwhere, take_along_dim):
         setattr(T, fn.__name__, fn)
+
+
+# a list or a number where a tensor belongs raises PyTorch's TypeError (see guard.py)
+tensor_first(globals(), __all__)

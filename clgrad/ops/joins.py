@@ -20,6 +20,7 @@ from ..autograd.graph import inplace, needs_graph
 from . import pointwise as P
 from . import shape as S
 from . import views as V
+from .guard import tensor_first, user_stacklevel
 
 __all__ = [
     "cat", "concat", "concatenate", "stack", "hstack", "vstack", "dstack", "column_stack", "atleast_1d",
@@ -701,7 +702,7 @@ def meshgrid(*tensors, indexing=None):
         raise RuntimeError("meshgrid expects a non-empty TensorList")
     if indexing is None:
         warnings.warn("torch.meshgrid: in an upcoming release, it will be required to pass the indexing argument.",
-                      UserWarning, stacklevel=2)
+                      UserWarning, stacklevel=user_stacklevel())
         indexing = "ij"
     if indexing not in ("ij", "xy"):
         raise RuntimeError(f'torch.meshgrid: indexing must be one of "xy" or "ij", but received: {indexing}')
@@ -786,3 +787,7 @@ def install(T) -> None:
     T.tile = lambda self, *dims: tile(self, V.as_size(dims, "tile"))
     T.flip = lambda self, *dims: flip(self, V.as_size(dims, "flip"))
     T.tril_, T.triu_ = _tri_inplace("tril"), _tri_inplace("triu")
+
+
+# a list or a number where a tensor belongs raises PyTorch's TypeError (see guard.py)
+tensor_first(globals(), __all__ + FUNCTIONAL)

@@ -13,6 +13,7 @@ from ..autograd.graph import needs_graph
 from . import pointwise as P
 from . import shape as S
 from .functions import Matmul
+from .guard import tensor_first
 from .views import broadcast_shapes
 
 __all__ = ["matmul", "mm", "bmm", "mv", "dot", "outer"]
@@ -217,3 +218,7 @@ def install(T) -> None:
         setattr(T, name, globals()[name])
     T.__matmul__ = _matmul_method
     T.__rmatmul__ = _rmatmul_method
+
+
+# a list or a number where a tensor belongs raises PyTorch's TypeError (see guard.py)
+tensor_first(globals(), __all__)

@@ -14,6 +14,7 @@ from ..autograd.graph import needs_graph
 from . import math as M
 from . import nnops as N
 from . import pointwise as P
+from .guard import tensor_first, user_stacklevel
 
 FUNCTIONAL = ['cross_entropy', 'nll_loss', 'mse_loss', 'l1_loss', 'binary_cross_entropy', 'binary_cross_entropy_with_logits']
 
@@ -25,7 +26,7 @@ def _reduction(size_average, reduce, reduction: str) -> str:
         reduce = True if reduce is None else reduce
         reduction = "mean" if size_average and reduce else "sum" if reduce else "none"
         warnings.warn(f"size_average and reduce args will be deprecated, please use reduction='{reduction}' "
-                      "instead.", stacklevel=3)
+                      "instead.", stacklevel=user_stacklevel())
     if reduction not in ("none", "mean", "sum"):
         raise ValueError(f"{reduction} is not a valid value for reduction")
     return reduction
@@ -174,7 +175,7 @@ def _check_same_size(input, target, fn: str) -> None:
     if tuple(target.shape) != tuple(input.shape):
         warnings.warn(f"Using a target size ({target.size()}) that is different to the input size "
                       f"({input.size()}). This will likely lead to incorrect results due to broadcasting. "
-                      "Please ensure they have the same size.", stacklevel=3)
+                      "Please ensure they have the same size.", stacklevel=user_stacklevel())
 
 
 class MseLoss(Function):
@@ -265,3 +266,7 @@ def binary_cross_entropy_with_logits(input, target, weight=None, size_average=No
         log_sigmoid = log_sigmoid * ((pos_weight - 1) * target + 1)
     loss = (1 - target) * input - log_sigmoid
     return _reduce(loss if weight is None else loss * weight, reduction)
+
+
+# a list or a number where a tensor belongs raises PyTorch's TypeError (see guard.py)
+tensor_first(globals(), FUNCTIONAL)

@@ -21,6 +21,7 @@ from ..autograd.grad_mode import no_grad
 from ..autograd.graph import needs_graph
 from . import math as M
 from . import pointwise as P
+from .guard import tensor_first, user_stacklevel
 from .views import wrap_dim
 
 # names PyTorch has at top level (clgrad.X); each also takes PyTorch's top-level signature (see the functions)
@@ -52,7 +53,7 @@ def _softmax_args(name: str, input, dim, stacklevel, dtype):
         dtype = stacklevel
     if dim is None:
         warnings.warn(f"Implicit dimension choice for {name} has been deprecated. Change the call to include "
-                      "dim=X as an argument.", stacklevel=4)
+                      "dim=X as an argument.", stacklevel=user_stacklevel())
         dim = 0 if input.dim() in (0, 1, 3) else 1
     return wrap_dim(dim, input.dim()), None if dtype is None else D.as_dtype(dtype)
 
@@ -375,7 +376,7 @@ def _feature_warning(k: int, nd: int) -> None:
                       "an error in a future release. To retain the behavior and silence this warning, please use "
                       f"dropout instead. Note that dropout{k}d exists to provide channel-wise dropout on inputs with "
                       f"{k} spatial dimensions, a channel dimension, and an optional batch dimension (i.e. {k + 1}D "
-                      f"or {k + 2}D inputs).", stacklevel=3)
+                      f"or {k + 2}D inputs).", stacklevel=user_stacklevel())
 
 
 def dropout1d(input, p=0.5, training=True, inplace=False):
@@ -398,7 +399,7 @@ def dropout2d(input, p=0.5, training=True, inplace=False):
                       "behavior is desired - input is interpreted as shape (N, C, L), where C is the channel dim. "
                       "This behavior will change in a future release to interpret the input as one without a "
                       "batch dimension, i.e. shape (C, H, W). To maintain the 1D channel-wise dropout behavior, "
-                      "please switch to using dropout1d instead.", stacklevel=2)
+                      "please switch to using dropout1d instead.", stacklevel=user_stacklevel())
     return _dropout(input, p, training, inplace, _channels(input, True))
 
 
@@ -641,3 +642,7 @@ def install(T) -> None:
     """Attach this module's ops to Tensor as methods."""
     T.softmax = _softmax_method
     T.log_softmax = _log_softmax_method
+
+
+# a list or a number where a tensor belongs raises PyTorch's TypeError (see guard.py)
+tensor_first(globals(), __all__ + FUNCTIONAL)

@@ -5,6 +5,7 @@ from ..autograd.function import Function
 from ..autograd.graph import needs_graph
 from . import pointwise as P
 from . import shape as S
+from .guard import tensor_first
 from .joins import _copy, _flip_view, _new, cat, flip
 
 FUNCTIONAL = ["pad"]
@@ -198,3 +199,7 @@ def _circular_pad(x, pad):
             raise RuntimeError("Padding value causes wrapping around more than once.")
         x = cat([x.narrow(d, n - left, left), x, x.narrow(d, 0, right)], d)
     return x
+
+
+# a list or a number where a tensor belongs raises PyTorch's TypeError (see guard.py)
+tensor_first(globals(), FUNCTIONAL)

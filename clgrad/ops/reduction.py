@@ -11,6 +11,7 @@ from .. import backends
 from .. import dtypes as D
 from ..autograd.graph import needs_graph
 from . import reduce_grad as G
+from .guard import tensor_first
 from .views import contiguous_strides, wrap_dim
 
 __all__ = ["sum", "mean", "prod", "max", "min", "amax", "amin", "argmax", "argmin", "all", "any"]
@@ -239,3 +240,7 @@ def install(T) -> None:
     """Attach this module's ops to Tensor as methods."""
     for name in __all__:
         setattr(T, name, globals()[name])
+
+
+# a list or a number where a tensor belongs raises PyTorch's TypeError (see guard.py)
+tensor_first(globals(), __all__)

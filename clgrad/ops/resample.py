@@ -7,6 +7,7 @@ import math
 from .. import dtypes as D
 from ..backends.cpu_conv import Window, interp_table
 from . import conv as C
+from .guard import tensor_first
 
 FUNCTIONAL = ["interpolate", "unfold", "fold"]
 
@@ -143,3 +144,5 @@ def fold(input, output_size, kernel_size, dilation=1, padding=0, stride=1):
     return C.Col2Im.run(input, shape, win)
 
 
+# a list or a number where a tensor belongs raises PyTorch's TypeError (see guard.py)
+tensor_first(globals(), FUNCTIONAL)

@@ -18,6 +18,7 @@ from ..autograd.function import Function
 from ..autograd.graph import needs_graph
 from . import reduction as R
 from . import shape as S
+from .guard import tensor_first, user_stacklevel
 from .reduce_grad import _unreduce
 from .views import wrap_dim
 
@@ -83,7 +84,7 @@ def _moments(x, dims: tuple, correction, keepdim: bool):
     dof = builtins.max(0, n - correction)
     if dof <= 0:
         warnings.warn("var(): degrees of freedom is <= 0. Correction should be strictly less than the reduction "
-                      "factor (input numel divided by output numel).", UserWarning, stacklevel=4)
+                      "factor (input numel divided by output numel).", UserWarning, stacklevel=user_stacklevel())
     v = R.sum(dev * dev, dims, keepdim=keepdim) / dof
     return v.to(x.dtype), _squeeze_dims(mu, dims, keepdim).to(x.dtype)
 
@@ -667,3 +668,7 @@ def install(T) -> None:
             setattr(T, name, globals()[name])
     T.cumsum_ = lambda self, dim, *, dtype=None: self.copy_(cumsum(self, dim, dtype=dtype))
     T.cumprod_ = lambda self, dim, *, dtype=None: self.copy_(cumprod(self, dim, dtype=dtype))
+
+
+# a list or a number where a tensor belongs raises PyTorch's TypeError (see guard.py)
+tensor_first(globals(), __all__)
