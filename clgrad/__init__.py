@@ -28,7 +28,7 @@ from .ops.joins import *  # noqa: F401,F403
 from .ops.scans import *  # noqa: F401,F403
 from .ops.conv import *  # noqa: F401,F403
 from .ops.nnops import *  # noqa: F401,F403
-from . import autograd, datasets, distributed, nn, optim, utils  # noqa: F401
+from . import autograd, datasets, distributed, nn, optim, profiler, utils  # noqa: F401
 from .serialization import CheckpointError, load, save  # noqa: F401
 from .autograd import no_grad, enable_grad, set_grad_enabled, inference_mode, is_grad_enabled  # noqa: F401
 from .autograd.grad_mode import is_inference_mode_enabled  # noqa: F401

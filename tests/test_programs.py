@@ -36,6 +36,7 @@ def probe(tmp_path, monkeypatch):
     monkeypatch.setattr(programs, "_lookup", TemplateLookup(directories=[str(templates)], strict_undefined=True))
     monkeypatch.setenv("CLGRAD_CACHE_DIR", str(tmp_path / "cache"))
     monkeypatch.delenv("CLGRAD_NO_CACHE", raising=False)
+    monkeypatch.setenv("CLGRAD_CACHE_BINARIES", "1")  # PoCL devices skip clgrad's binary cache otherwise
     # a value no earlier run has compiled, so the disk cache starts cold
     return {"ctype": "int", "value": str(uuid.uuid4().int % 100000)}, tmp_path / "cache" / "kernels"
 
@@ -201,3 +202,12 @@ def test_out_of_memory_message(cl_dev, device):
     assert f"opencl:{cl_dev.index}" in msg and "empty_cache" in msg
     assert clgrad.zeros(4, device=device).tolist() == [0.0] * 4  # still usable
     np.testing.assert_array_equal(np.asarray(clgrad.arange(3, device=device)), [0, 1, 2])
+
+
+def test_pocl_keeps_no_binaries_of_its_own(cl_dev, probe, monkeypatch):
+    """PoCL caches programs itself; clgrad's binary cache would make it generate every kernel's code up front."""
+    params, folder = probe
+    monkeypatch.delenv("CLGRAD_CACHE_BINARIES")
+    programs.get_kernel(cl_dev, "probe", "probe_int", (None,), params)
+    stored = list(folder.glob("*.bin")) if folder.exists() else []
+    assert len(stored) == (0 if cl_dev.props.platform == "Portable Computing Language" else 1)

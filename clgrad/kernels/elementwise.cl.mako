@@ -1,4 +1,6 @@
-## n-ary elementwise kernel: out[i] = expr(a, b, c) over broadcast, strided operands.
+## n-ary elementwise kernels: out[i] = expr(a, b, c) over broadcast, strided operands, one kernel per
+## (name, expr) in `kernels`. The launcher bundles every op that shares the operand layout and types into one
+## program: a PoCL build costs about the same for 1 kernel or 40, and code is generated per kernel on first use.
 ## Inputs arrive already broadcast to the output's shape (stride 0 on broadcast dims) and with
 ## dims coalesced by the launcher, so `ndim` is small. A contiguous operand skips index math.
 <%
@@ -112,6 +114,7 @@ inline T logit_eps(T x, T eps) {
 }
 % endif
 
+% for name, expr in kernels:
 __kernel void ${name}(
     __global ${out_ctype} *out, ${idx_t} out_off,
 % if not out_contig:
@@ -172,3 +175,5 @@ __kernel void ${name}(
     out[${oidx}] = (${out_ctype})(${expr});
 % endif
 }
+
+% endfor

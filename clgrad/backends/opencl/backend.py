@@ -79,6 +79,22 @@ def _out_cast(out_dt: D.dtype, compute: D.dtype, entry) -> str:
     return "plain"
 
 
+def _bundle(op: str, compute: D.dtype) -> tuple:
+    """The ops built into one program with ``op``: those taking operands the same way (arity, bool operands,
+    bool result) that PyTorch implements for the compute dtype. One build then serves all of them."""
+    key = (op, compute)
+    ops = _BUNDLES.get(key)
+    if ops is None:
+        e = OPS[op]
+        ops = _BUNDLES[key] = tuple(o for o, f in OPS.items() if o == op or (
+            f.arity == e.arity and f.bool_args == e.bool_args and f.predicate == e.predicate
+            and compute.kind in f.allow and (f.kind != "float" or compute.kind == "f")))
+    return ops
+
+
+_BUNDLES: dict = {}
+
+
 def _to_scalar(x, scalar_np: np.dtype):
     """A Python scalar as the kernel's argument type, wrapping out-of-range ints as a C cast does."""
     with np.errstate(all="ignore"):
@@ -204,13 +220,22 @@ class OpenCLBackend(CLReduce, CLMatmul, CLRandom, CLIndex, CLScan, CLConv, CLNN,
         arg_dtypes.append(idx_np)
         values.append(n)
 
+        integral = compute.kind != "f"
+        kernels = tuple((f"{o}_{compute_ctype}", OPS[o].c_expr(integral, compute is D.bool)) for o in _bundle(op, compute))
         params = dict(
-            compute=compute_ctype, integral=compute.kind != "f", expr=entry.c_expr(compute.kind != "f", compute is D.bool),
+            compute=compute_ctype, integral=integral, kernels=kernels,
             half_compute=compute is D.float16, args=tuple(arg_desc),
             out_ctype=out.dtype.ctype, out_contig=out_contig, out_cast=_out_cast(out.dtype, compute, entry), ndim=ndim,
             idx_t="long" if big else "int", fp64=D.float64 in (compute, out.dtype) or any(x.dtype is D.float64 for x in tensors),
         )
-        kernel = programs.get_kernel(dev, "elementwise", f"{op}_{compute_ctype}", tuple(arg_dtypes), params)
+        name = f"{op}_{compute_ctype}"
+        try:
+            kernel = programs.get_kernel(dev, "elementwise", name, tuple(arg_dtypes), params)
+        except RuntimeError:  # a bundle member this compiler rejects must not take the op down with it
+            if len(kernels) == 1:
+                raise
+            params["kernels"] = ((name, entry.c_expr(integral, compute is D.bool)),)
+            kernel = programs.get_kernel(dev, "elementwise", name, tuple(arg_dtypes), params)
         gsize, lsize = launch_size(dev, n)
         queue = dev.queue
 

@@ -3,12 +3,17 @@
 Keys are (template, kernel name, render parameters, argument types); the rendered source plus build options plus the
 device identity also key an on-disk binary cache, so the next process skips the compiler.
 ``CLGRAD_NO_CACHE=1`` turns the disk cache off; ``clear()`` empties the in-memory caches.
+
+While ``clgrad.profiler`` is recording, ``get_kernel`` returns the kernel wrapped so that each launch reports its
+event; code that keeps kernels or queues in its own caches registers ``add_cache_listener`` so it drops them when
+that switches (and on ``clear()``).
 """
 from __future__ import annotations
 
 import hashlib
 import os
 import tempfile
+import time
 import warnings
 from pathlib import Path
 
@@ -21,6 +26,11 @@ KERNEL_DIR = Path(__file__).resolve().parents[2] / "kernels"
 _lookup = TemplateLookup(directories=[str(KERNEL_DIR)], strict_undefined=True, input_encoding="utf-8")
 BUILD_OPTIONS = ""
 stats = {"builds": 0, "disk_hits": 0}
+# programs by (device index, source digest): a template that renders several kernels into one program (a
+# bundle) is built once, and each of its kernels is then looked up by name
+_programs: dict = {}
+_recorder = None  # the active profiler's record(name, dev, event, host_start_ns, host_end_ns), or None
+_listeners: list = []  # callables that drop caches holding kernels or queues (see add_cache_listener)
 
 
 def render(template: str, **params) -> str:
@@ -45,13 +55,55 @@ def get_kernel(dev: runtime.CLDevice, template: str, name: str, arg_dtypes: tupl
         kernel = cl.Kernel(program, name)
         kernel.set_scalar_arg_dtypes(list(arg_dtypes))
         dev.kernels[key] = kernel
-    return kernel
+    return kernel if _recorder is None else RecordedKernel(kernel, name, dev)
+
+
+class RecordedKernel:
+    """A kernel that reports each launch to the profiler: the same call, plus its event and host time."""
+
+    __slots__ = ("kernel", "name", "dev")
+
+    def __init__(self, kernel, name: str, dev: runtime.CLDevice):
+        self.kernel, self.name, self.dev = kernel, name, dev
+
+    def __call__(self, queue, *args, **kwargs):
+        start = time.perf_counter_ns()
+        event = self.kernel(queue, *args, **kwargs)
+        record = _recorder  # read at call time: a wrapper kept past the profile records nothing
+        if record is not None:
+            record(self.name, self.dev, event, start, time.perf_counter_ns())
+        return event
+
+    def __getattr__(self, attr):
+        return getattr(self.kernel, attr)
+
+
+def set_recorder(record) -> None:
+    """Start (a callable) or stop (None) reporting launches; caches holding unwrapped kernels are dropped."""
+    global _recorder
+    _recorder = record
+    invalidate()
+
+
+def add_cache_listener(drop) -> None:
+    """Call ``drop()`` whenever kernels or queues cached outside ``dev.kernels`` become stale: on ``clear()``,
+    when the profiler starts or stops, and when a device's queue is replaced."""
+    if drop not in _listeners:
+        _listeners.append(drop)
+
+
+def invalidate() -> None:
+    """Tell every cache listener to drop the kernels and queues it holds."""
+    for drop in _listeners:
+        drop()
 
 
 def clear() -> None:
     """Forget every built kernel on every device (the disk cache stays)."""
     for dev in runtime.devices():
         dev.kernels.clear()
+    _programs.clear()
+    invalidate()
 
 
 def cache_dir() -> Path | None:
@@ -64,12 +116,20 @@ def cache_dir() -> Path | None:
 
 
 def _build(dev: runtime.CLDevice, source: str, name: str):
-    import pyopencl as cl
 
     p = dev.props
     ident = "\0".join([source, BUILD_OPTIONS, p.platform, p.platform_version, p.name, p.driver_version, __version__])
     digest = hashlib.sha256(ident.encode()).hexdigest()
-    folder = cache_dir()
+    program = _programs.get((dev.index, digest))
+    if program is None:
+        program = _programs[(dev.index, digest)] = _build_program(dev, source, name, digest)
+    return program
+
+
+def _build_program(dev: runtime.CLDevice, source: str, name: str, digest: str):
+    import pyopencl as cl
+
+    folder = cache_dir() if not _caches_itself(dev) else None
     path = folder / f"{digest}.bin" if folder is not None else None
     if path is not None and path.exists():
         try:
@@ -91,6 +151,16 @@ def _build(dev: runtime.CLDevice, source: str, name: str):
     if path is not None:
         _store(path, program)
     return program
+
+
+def _caches_itself(dev: runtime.CLDevice) -> bool:
+    """PoCL keeps its own cache of compiled programs (POCL_KERNEL_CACHE, on by default). Asking it for a
+    program's binary makes it generate code for every kernel up front, which more than doubled a cold MNIST
+    step (55 s vs 36 s for its 33 programs, measured on PoCL 3.1), while its own cache already brings a warm
+    start to about 1 s; so on PoCL clgrad keeps no binaries of its own (``CLGRAD_CACHE_BINARIES=1`` forces them)."""
+    if os.environ.get("CLGRAD_CACHE_BINARIES", "") not in ("", "0"):
+        return False
+    return dev.props.platform == "Portable Computing Language" and os.environ.get("POCL_KERNEL_CACHE", "1") != "0"
 
 
 def _store(path: Path, program) -> None:

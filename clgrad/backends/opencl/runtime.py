@@ -67,6 +67,7 @@ class CLDevice:
         self._context = None
         self._queue = None
         self._allocator = None
+        self._profiling = False  # whether the queue records event timestamps (only while profiling)
         self.kernels: dict = {}  # in-memory kernel cache, see programs.py
         self._probe: str | None = None
 
@@ -97,7 +98,27 @@ class CLDevice:
             ctx = cl.Context([self.cl_device])
             self._allocator = CachingAllocator(ctx, self)
             self._context = ctx
-            self._queue = cl.CommandQueue(ctx, self.cl_device)
+            self._queue = self._new_queue(ctx)
+
+    def _new_queue(self, ctx):
+        import pyopencl as cl
+
+        props = cl.command_queue_properties.PROFILING_ENABLE if self._profiling else 0
+        return cl.CommandQueue(ctx, self.cl_device, properties=props)
+
+    def set_profiling(self, enabled: bool) -> bool:
+        """Give the device a queue whose events carry timestamps, or a plain one again (timestamps cost a little
+        per launch). The old queue is drained first so commands stay in order; whoever cached the old queue must
+        drop it (``programs.add_cache_listener``). Returns whether the queue was replaced."""
+        with _lock:
+            if enabled == self._profiling:
+                return False
+            self._profiling = enabled
+            if self._queue is None:
+                return False
+            self._queue.finish()
+            self._queue = self._new_queue(self._context)
+            return True
 
     @property
     def usable(self) -> bool:
