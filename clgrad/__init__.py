@@ -39,6 +39,8 @@ _bind_methods()
 
 def _as_function(name: str):
     def fn(input, *args, **kwargs):
+        if not isinstance(input, Tensor):
+            raise TypeError(f"{name}(): argument 'input' (position 1) must be Tensor, not {type(input).__name__}")
         return getattr(input, name)(*args, **kwargs)
 
     fn.__name__ = name
@@ -67,6 +69,8 @@ def is_tensor(obj):
 
 
 def numel(t) -> int:
+    if not isinstance(t, Tensor):
+        raise TypeError(f"numel(): argument 'input' (position 1) must be Tensor, not {type(t).__name__}")
     return t.numel()
 
 

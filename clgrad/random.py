@@ -28,6 +28,7 @@ from .ops.views import broadcast_shapes
 __all__ = [
     "Generator", "default_generator", "manual_seed", "seed", "initial_seed", "get_rng_state", "set_rng_state",
     "rand", "randn", "randint", "randperm", "rand_like", "randn_like", "randint_like", "bernoulli", "normal",
+    "multinomial",
 ]
 
 DEFAULT_SEED = 67280421310721  # PyTorch's default cpu seed
@@ -496,6 +497,49 @@ def normal(mean, std=1.0, size=None, *, generator=None, dtype=None, device=None,
     return _finish(P.apply("add", out, mean, out=out), requires_grad)
 
 
+def multinomial(input, num_samples, replacement=False, *, generator=None):
+    """Category indices drawn from each row of non-negative weights: ``clgrad.multinomial(probs, 2)``.
+
+    Without replacement, the ``num_samples`` largest ``input / q`` with ``q ~ Exp(1)`` (PyTorch's algorithm);
+    with replacement, the inverse CDF at uniform draws. The weights are read back once to check them, as
+    PyTorch does."""
+    if input.dim() not in (1, 2):
+        raise RuntimeError("prob_dist must be 1 or 2 dim")
+    if input.dtype.kind != "f":
+        raise RuntimeError(f"multinomial only supports floating-point dtypes for input, got: {_SCALAR_NAME[input.dtype.name]}")
+    n_cat = input.shape[-1]
+    if num_samples <= 0:
+        raise RuntimeError("cannot sample n_sample <= 0 samples")
+    if not replacement and num_samples > n_cat:
+        raise RuntimeError("cannot sample n_sample > prob_dist.size(-1) samples without replacement")
+    if n_cat > 2**24:
+        raise RuntimeError("number of categories cannot exceed 2^24")
+    probs = input if input.dim() == 2 else input.unsqueeze(0)
+    host = np.asarray(probs.detach().cpu().numpy(), dtype=np.float64)
+    if not np.isfinite(host).all() or (host < 0).any():
+        raise RuntimeError("probability tensor contains either `inf`, `nan` or element < 0")
+    if (host.sum(axis=1) <= 0).any():
+        raise RuntimeError("invalid multinomial distribution (sum of probabilities <= 0)")
+    if not replacement and ((host > 0).sum(axis=1) < num_samples).any():
+        raise RuntimeError("invalid multinomial distribution (with replacement=False, not enough non-negative "
+                           "category to sample)")
+    probs = probs.detach()
+    if replacement:
+        cdf = probs.cumsum(-1)
+        u = rand(probs.shape[0], num_samples, 1, generator=generator, dtype=probs.dtype, device=probs.device)
+        # the index i with cdf[i-1] <= u < cdf[i] is the count of cdf entries <= u (zero weights are skipped)
+        picks = (cdf.unsqueeze(1) <= u * cdf[:, -1:].unsqueeze(1)).sum(-1).clamp_(max=n_cat - 1)
+    else:
+        q = _empty(probs.shape, probs.dtype, probs.device)
+        exponential_(q, 1.0, generator=generator)
+        picks = (probs / q).topk(num_samples, dim=-1).indices
+    return picks if input.dim() == 2 else picks.squeeze(0)
+
+
+def _multinomial_method(self, num_samples, replacement=False, *, generator=None):
+    return multinomial(self, num_samples, replacement, generator=generator)
+
+
 def _bernoulli_method(self, p=None, *, generator=None):
     return bernoulli(self, p, generator=generator)
 
@@ -504,6 +548,7 @@ def install(T) -> None:
     """Attach in-place sampling methods (uniform_, normal_, ...) to Tensor."""
     T.uniform_, T.normal_, T.random_ = uniform_, normal_, random_
     T.bernoulli_, T.exponential_, T.bernoulli = bernoulli_, exponential_, _bernoulli_method
+    T.multinomial = _multinomial_method
 
 
 # a list or a number where a tensor belongs raises PyTorch's TypeError (see ops/guard.py)

@@ -224,10 +224,7 @@ CASES = [
     ("rand-like-list", lambda M, d: M.rand_like([1.0])),
 ]
 # Cases clgrad still gets wrong, each with where the fix belongs; strict, so a fix makes them fail until removed
-XFAIL = {
-    "fill-int-inf": "ops/pointwise.py fill() must refuse values that do not fit the dtype (creation.check_fill_value)",
-    "sgd-step": "tensor.py: assigning .grad on another device than the tensor must raise RuntimeError",
-}
+XFAIL: dict = {}
 
 # Mixed devices (torch's cpu build cannot run these): PyTorch raises RuntimeError for each
 MIXED = [

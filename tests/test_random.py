@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import dataclasses
 import pickle
+import re
 
 import numpy as np
 import pytest
@@ -288,3 +289,39 @@ def test_errors_match_torch(call, exc, message):
 def test_set_state_wrong_size():
     with pytest.raises(RuntimeError, match="RNG state is wrong size"):
         clgrad.Generator().set_state(clgrad.zeros(3, dtype=clgrad.uint8))
+
+
+def test_multinomial(device):
+    """Frequencies follow the weights, zero weights are never drawn, draws without replacement are distinct,
+    and a seed gives the same indices on every device."""
+    weights = clgrad.tensor([0.1, 0.0, 0.6, 0.3], device=device)
+    clgrad.manual_seed(0)
+    draws = clgrad.multinomial(weights, 20000, replacement=True)
+    assert draws.dtype is clgrad.int64 and draws.shape == (20000,) and str(draws.device) == device
+    freq = np.bincount(draws.cpu().numpy(), minlength=4) / 20000
+    np.testing.assert_allclose(freq, [0.1, 0.0, 0.6, 0.3], atol=0.015)
+    clgrad.manual_seed(0)
+    assert clgrad.multinomial(weights.cpu(), 20000, replacement=True).tolist() == draws.tolist()
+    rows = (weights * 2).expand(3000, 4).contiguous().multinomial(3)  # unnormalised weights are fine
+    picked = rows.cpu().numpy()
+    assert rows.shape == (3000, 3) and (picked != 1).all()
+    assert all(len(set(r)) == 3 for r in picked)
+    np.testing.assert_allclose(np.bincount(picked[:, 0], minlength=4) / 3000, [0.1, 0.0, 0.6, 0.3], atol=0.03)
+
+
+@pytest.mark.parametrize("args,kw,message", [
+    (([[[1.0]]], 1), {}, "prob_dist must be 1 or 2 dim"),
+    (([1, 2], 1), {}, "only supports floating-point dtypes"),
+    (([1.0, 2.0], 0), {}, "cannot sample n_sample <= 0 samples"),
+    (([1.0, 2.0], 3), {}, "cannot sample n_sample > prob_dist.size"),
+    (([1.0, -1.0], 1), {}, "`inf`, `nan` or element < 0"),
+    (([1.0, float("nan")], 1), {}, "`inf`, `nan` or element < 0"),
+    (([0.0, 0.0], 1), {"replacement": True}, "sum of probabilities <= 0"),
+])
+def test_multinomial_errors_match_torch(args, kw, message, device):
+    data, n = args
+    with pytest.raises(RuntimeError, match=re.escape(message)):
+        clgrad.multinomial(clgrad.tensor(data, device=device), n, **kw)
+    torch = pytest.importorskip("torch")
+    with pytest.raises(RuntimeError, match=re.escape(message)):
+        torch.multinomial(torch.tensor(data), n, **kw)

@@ -16,11 +16,33 @@ import weakref
 class AutogradMixin:
     __slots__ = ()
 
-    grad = None
+    _grad = None
     _grad_fn = None
     _requires_grad = False
     _output_nr = 0
     _base = None  # the tensor owning the memory this view looks at
+
+    @property
+    def grad(self):
+        return self._grad
+
+    @grad.setter
+    def grad(self, value) -> None:
+        """PyTorch's checks on an assigned gradient: a tensor (or None) of this tensor's device, dtype and size."""
+        if value is not None:
+            if not hasattr(value, "_storage"):
+                raise TypeError(f"assigned grad expected to be a Tensor or None but got grad of type {type(value).__name__}")
+            if value.device != self.device:
+                raise RuntimeError("assigned grad has data located on a different device")
+            if value.dtype is not self.dtype:
+                raise RuntimeError("assigned grad has data of a different type")
+            if value._shape != self._shape:
+                raise RuntimeError("assigned grad has data of a different size")
+        self.__dict__["_grad"] = value
+
+    @grad.deleter
+    def grad(self) -> None:
+        self.__dict__.pop("_grad", None)
 
     @property
     def grad_fn(self):

@@ -288,6 +288,9 @@ def fill(out, value):
 
         # the old values get a zero gradient; the result still belongs to the graph (views rebase their base)
         return inplace(out, lambda old: old * 0 + value)
+    from .creation import check_fill_value
+
+    check_fill_value(value, out.dtype)
     value = cast(np.array(value), out.dtype)[()]
     backends.get(out.device).elementwise("identity", out, [value], out.dtype)
     out._storage.version += 1
