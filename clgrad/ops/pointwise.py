@@ -1,7 +1,6 @@
 """Elementwise ops: promotion, device checks and broadcasting in one place, then one backend call."""
 from __future__ import annotations
 
-import math
 import warnings
 
 import numpy as np
@@ -198,17 +197,19 @@ def _remember(key, out, operands, compute) -> None:
     launch = backends.get(out.device).elementwise_launcher(key[0], out, inputs, compute)
     if len(_PLANS) >= _MAX_PLANS:
         _PLANS.clear()
-    _PLANS[key] = (out.device, out.dtype, out._shape, out._strides, expanded, launch)
+    if not any(st is not None for st in expanded):
+        expanded = None  # nothing to broadcast: the operands go to the kernel as they are
+    _PLANS[key] = (out.device, out.dtype, out._shape, out._strides, out.numel(), expanded, launch)
 
 
 def _run_plan(plan, operands, out):
     from ..tensor import Tensor
 
-    dev, dt, shape, strides, expanded, launch = plan
-    inputs = [x if st is None else Tensor._make(x._storage, x.dtype, shape, st, x._offset)
-              for x, st in zip(operands, expanded)]
+    dev, dt, shape, strides, numel, expanded, launch = plan
+    inputs = operands if expanded is None else [
+        x if st is None else Tensor._make(x._storage, x.dtype, shape, st, x._offset) for x, st in zip(operands, expanded)]
     if out is None:
-        out = Tensor._make(backends.get(dev).empty(dev, dt, math.prod(shape)), dt, shape, strides)
+        out = Tensor._make(backends.get(dev).empty(dev, dt, numel), dt, shape, strides)
         launch(out, inputs)
     else:
         launch(out, inputs)

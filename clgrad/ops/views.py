@@ -19,7 +19,7 @@ def wrap_dim(dim, ndim: int, scalar_ok: bool = True) -> int:
     A 0-dim tensor accepts dims 0 and -1 as if it had one dim (``squeeze``, ``sum``), except where
     PyTorch says it has none (``size(0)``, ``stride(0)``): pass ``scalar_ok=False`` there.
     """
-    if not isinstance(dim, Integral) or isinstance(dim, bool):
+    if type(dim) is not int and (not isinstance(dim, Integral) or isinstance(dim, bool)):  # the ABC check is slow
         raise TypeError(f"dim must be an int, got {type(dim).__name__}")
     if ndim == 0 and not scalar_ok:
         raise IndexError(f"Dimension specified as {dim} but tensor has no dimensions")
@@ -42,6 +42,9 @@ def as_size(args, fn: str | None = None) -> tuple:
         args = tuple(args[0])
     out = []
     for a in args:
+        if type(a) is int:
+            out.append(a)
+            continue
         if _is_tensor(a) and a.numel() == 1 and a.dtype.kind in "iu":
             a = a.item()
         if not isinstance(a, Integral) or isinstance(a, bool):
