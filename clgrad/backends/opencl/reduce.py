@@ -8,6 +8,7 @@ partial results a second launch of the same template combines.
 """
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass
 
@@ -89,12 +90,26 @@ def plan(dev, M: int, K: int, column: bool) -> tuple[int, int, int, int]:
     return lx, ly, -(-K // chunk), chunk
 
 
+@functools.lru_cache(maxsize=4096)
+def _layout(shape: tuple, strides: tuple, dims: tuple, reorder: bool) -> tuple:
+    """(outer shape, outer strides, inner shape, inner strides) of a reduction over ``dims``, each side
+    coalesced; cached, as a training loop reduces the same layouts over and over."""
+    from .backend import coalesce  # backend.py imports this module
+
+    outer = [d for d in range(len(shape)) if d not in dims]
+    inner = list(dims)
+    if reorder:
+        # the order of a sum's terms is free: largest stride first lets e.g. a transposed input coalesce
+        inner.sort(key=lambda d: -abs(strides[d]))
+    oshape, (ostr,) = coalesce([shape[d] for d in outer], [[strides[d] for d in outer]])
+    ishape, (istr,) = coalesce([shape[d] for d in inner], [[strides[d] for d in inner]])
+    return tuple(oshape), tuple(ostr), tuple(ishape), tuple(istr)
+
+
 class CLReduce:
     def reduce(self, op: str, src, dims, out, out_idx=None) -> None:
         """Reduce ``src`` over ``dims`` into ``out`` (contiguous, ``src``'s shape with 1 on ``dims``);
         see CPUReduce.reduce. Enqueues kernels only: never waits for the device."""
-        from .backend import coalesce  # backend.py imports this module
-
         M = out.numel()
         if M == 0:
             return
@@ -106,13 +121,7 @@ class CLReduce:
         dev = self.dev(out)
         acc = acc_dtype(op, src.dtype, out.dtype)
         self.check_dtype(dev, acc)
-        outer = [d for d in range(src.dim()) if d not in dims]
-        inner = list(dims)
-        if out_idx is None:
-            # the order of a sum's terms is free: largest stride first lets e.g. a transposed input coalesce
-            inner.sort(key=lambda d: -abs(src._strides[d]))
-        oshape, (ostr,) = coalesce([src.shape[d] for d in outer], [[src._strides[d] for d in outer]])
-        ishape, (istr,) = coalesce([src.shape[d] for d in inner], [[src._strides[d] for d in inner]])
+        oshape, ostr, ishape, istr = _layout(src._shape, src._strides, dims, out_idx is None)
         source = Source(src._storage.data, src._offset, src.dtype.ctype, oshape, ostr, ishape, istr)
         dest = Dest(out._storage.data, out._offset, out.dtype)
         if out_idx is not None:
@@ -138,34 +147,55 @@ class CLReduce:
         self._reduce(job, partials, M, g, dest)
 
     def _launch(self, job: Job, source: Source, M: int, K: int, chunk: int, shape, dest: Dest) -> None:
-        import pyopencl as cl
-
         lx, ly, g = shape
         op, acc = job.op, job.acc
-        idx_np = np.int64 if job.big else np.int32
         with_idx = dest.idx is not None
         mode = "none" if not with_idx else ("load" if source.idx is not None else "pos")
         out_dt = dest.dtype
-        out_cast = "half" if out_dt is D.float16 else "bool" if out_dt is D.bool and op not in ("all", "any") else "plain"
-        params = dict(
-            op=op, in_ctype=source.ctype, acc=acc.ctype, out_ctype=out_dt.ctype, out_cast=out_cast, idx=mode,
-            outer_nd=len(source.oshape), inner_nd=len(source.ishape), idx_t="long" if job.big else "int",
-            fp64="double" in (source.ctype, acc.ctype, out_dt.ctype),
-        )
-        arg_dtypes = [None, idx_np] + [idx_np] * (2 * len(source.oshape) + 2 * len(source.ishape))
+        key = (job.dev.index, op, acc, job.big, source.ctype, len(source.oshape), len(source.ishape), mode, out_dt, lx, ly)
+        cached = _KERNELS.get(key)
+        if cached is None:
+            cached = _KERNELS[key] = _kernel(job, source, mode, out_dt, lx, ly)
+        kernel, local_idx, local_acc = cached
         values = [source.buf, source.off]
-        for n, s in list(zip(source.oshape, source.ostr)) + list(zip(source.ishape, source.istr)):
-            values += [n, s]
+        for n, s in zip(source.oshape, source.ostr):
+            values += (n, s)
+        for n, s in zip(source.ishape, source.istr):
+            values += (n, s)
         if mode == "load":
-            arg_dtypes.append(None)
             values.append(source.idx)
-        arg_dtypes += [idx_np, idx_np, idx_np, None, idx_np]
-        values += [M, K, chunk, dest.buf, dest.off]
+        values += (M, K, chunk, dest.buf, dest.off)
         if with_idx:
-            arg_dtypes += [None, idx_np, None]
-            values += [dest.idx, dest.idx_off, cl.LocalMemory(8 * lx * ly)]
-        arg_dtypes.append(None)
-        values.append(cl.LocalMemory(acc.itemsize * lx * ly))
-        name = f"reduce_{op}{'_arg' if with_idx else ''}_{source.ctype}"
-        kernel = programs.get_kernel(job.dev, "reduce", name, tuple(arg_dtypes), params)
+            values += (dest.idx, dest.idx_off, local_idx)
+        values.append(local_acc)
         kernel(job.dev.queue, (-(-M // lx) * lx, ly * g), (lx, ly), *values)
+
+
+# kernels and local-memory arguments by launch signature: a repeated reduction skips rendering the key
+_KERNELS: dict = {}
+programs.add_cache_listener(_KERNELS.clear)
+
+
+def _kernel(job: Job, source: Source, mode: str, out_dt: D.dtype, lx: int, ly: int) -> tuple:
+    """(kernel, local memory for indices or None, local memory for partial values) of one launch signature."""
+    import pyopencl as cl
+
+    op, acc = job.op, job.acc
+    idx_np = np.int64 if job.big else np.int32
+    with_idx = mode != "none"
+    out_cast = "half" if out_dt is D.float16 else "bool" if out_dt is D.bool and op not in ("all", "any") else "plain"
+    params = dict(
+        op=op, in_ctype=source.ctype, acc=acc.ctype, out_ctype=out_dt.ctype, out_cast=out_cast, idx=mode,
+        outer_nd=len(source.oshape), inner_nd=len(source.ishape), idx_t="long" if job.big else "int",
+        fp64="double" in (source.ctype, acc.ctype, out_dt.ctype),
+    )
+    arg_dtypes = [None, idx_np] + [idx_np] * (2 * len(source.oshape) + 2 * len(source.ishape))
+    if mode == "load":
+        arg_dtypes.append(None)
+    arg_dtypes += [idx_np, idx_np, idx_np, None, idx_np]
+    if with_idx:
+        arg_dtypes += [None, idx_np, None]
+    arg_dtypes.append(None)
+    name = f"reduce_{op}{'_arg' if with_idx else ''}_{source.ctype}"
+    kernel = programs.get_kernel(job.dev, "reduce", name, tuple(arg_dtypes), params)
+    return (kernel, cl.LocalMemory(8 * lx * ly) if with_idx else None, cl.LocalMemory(acc.itemsize * lx * ly))
