@@ -170,7 +170,6 @@ class profile:  # noqa: N801  (torch's name)
         for dev in runtime.devices():
             dev.set_profiling(True)
         programs.set_recorder(self._record_kernel)
-        _drop_elementwise_launchers()
 
     def stop(self) -> None:
         global _active
@@ -188,7 +187,6 @@ class profile:  # noqa: N801  (torch's name)
             for dev in runtime.devices():
                 dev.set_profiling(False)
             programs.invalidate()
-            _drop_elementwise_launchers()
 
     def _record_kernel(self, name: str, dev, event, start: int, end: int) -> None:
         self._events.append(Event(name, "kernel", start, end, f"opencl:{dev.index}", threading.get_ident(),
@@ -252,17 +250,6 @@ def _clock_offsets(events) -> dict:
             spans.setdefault(ev.device, []).append((ev.host_start + ev.host_end) // 2 - ev.device_queued)
     return {d: sorted(v)[len(v) // 2] for d, v in spans.items()}
 
-
-def _drop_elementwise_launchers() -> None:
-    """The elementwise launchers (backend's ``_LAUNCHERS``) and pointwise's plans that hold them keep kernels and
-    the queue; they are dropped here until those modules register ``programs.add_cache_listener`` themselves."""
-    from .backends.opencl import backend
-    from .ops import pointwise
-
-    for module, name in ((backend, "_LAUNCHERS"), (pointwise, "_PLANS")):
-        cache = getattr(module, name, None)
-        if cache is not None:
-            cache.clear()
 
 
 class record_function:  # noqa: N801  (torch's name)

@@ -135,8 +135,26 @@ __kernel void ${name}(
 % endif
     ${idx_t} numel)
 {
+% if grid:
+    // an ndim-D launch (CPU devices): coordinates come from the work-item ids, innermost dim first, so no
+    // integer division per element; the global size is the shape itself, so there is no tail to guard
+<%
+    targets = [(f"i{k}", f"off{k}", f"st{k}_") for k, (scalar, _, _, contig) in enumerate(args) if not scalar and not contig]
+    if not out_contig:
+        targets.append(("io", "out_off", "os"))
+%>\
+%   for d in range(ndim):
+    const ${idx_t} c${d} = (${idx_t})get_global_id(${ndim - 1 - d});
+%   endfor
+    const ${idx_t} gid = ${"(" * (ndim - 1) + "c0" + "".join(f" * n{d} + c{d})" for d in range(1, ndim))};
+%   for var, off, st in targets:
+    const ${idx_t} ${var} = ${off}${"".join(f" + c{d} * {st}{d}" for d in range(ndim))};
+%   endfor
+% else:
+%   if guard:
     // compare in size_t: a global size rounded up past INT_MAX must not wrap gid negative
     if (get_global_id(0) >= (size_t)numel) return;
+%   endif
     ${idx_t} gid = (${idx_t})get_global_id(0);
 % if strided:
     // unravel gid over the shape, accumulating each strided operand's offset
@@ -160,6 +178,7 @@ __kernel void ${name}(
 %     endfor
     }
 %   endfor
+% endif
 % endif
 % for k, arg in enumerate(args):
     ${"uchar" if arg[2] == "bool" else arg[2]} ${letters[k]} = ${load(k, arg)};
