@@ -163,13 +163,50 @@ def test_shapes(device, op, dtype, shape, dim, keepdim):
 
 
 @pytest.mark.oclgrind
+@pytest.mark.parametrize("kernel", ("tree", "loop"))
 @pytest.mark.parametrize("layout", LAYOUTS)
 @pytest.mark.parametrize("op", ("sum", "max", "argmin", "all"))
-def test_kernel_paths(device, op, layout):
-    """Serial rows, group trees, column groups and split reductions (second pass) on a small budget."""
+def test_kernel_paths(device, op, layout, kernel, monkeypatch):
+    """Serial rows, group trees, column groups and split reductions (second pass) on a small budget, with the
+    GPU kernel (tree) and the CPU kernel (loop: row vectors, column vectors, scalar) whatever the device is."""
+    monkeypatch.setattr(clreduce, "loops", lambda dev: kernel == "loop")
     for shape, dim in (((3, 40), 1), ((40, 3), 0), ((5, 3), 1), ((8200,), None), ((2, 3000), 1), ((2000, 2), 0),
-                       ((70, 100), 1)):
+                       ((70, 100), 1), ((300, 64), 0)):
         check(op, device, data(op, "float32", shape), dim, False, layout)
+
+
+# the CPU kernel's vector forms: row vectors with a scalar tail, column vectors (4 per work-item) split into
+# partials, and a long row split across work-items whose partials a scalar pass combines
+VECTOR_SHAPES = (((3, 70), 1), ((300, 64), 0), ((5000,), None))
+VECTOR_CASES = [
+    pytest.param(op, dt, id=f"{op}-{dt}")
+    for op, dts in (("sum", DTYPES), ("amax", DTYPES), ("mean", ("float16", "float32")),
+                    ("prod", ("float32", "int32")), ("amin", ("float16", "uint8")), ("all", ("bool", "float32")),
+                    ("any", ("uint8", "float16")))
+    for dt in dts
+]
+
+
+@pytest.mark.parametrize("op, dtype", VECTOR_CASES)
+def test_vector_paths(device, op, dtype):
+    _skip_fp64(device, dtype)
+    for shape, dim in VECTOR_SHAPES:
+        arr = data(op, dtype, shape)
+        if op == "prod" and dtype == "float32":  # keep 5000-term products finite (int64 products wrap like numpy's)
+            arr = np.random.uniform(0.999, 1.001, shape).astype(dtype)
+        if op in ("all", "any"):
+            arr = (np.random.rand(*shape) < (0.999 if op == "all" else 0.001)).astype(dtype)
+        check(op, device, arr, dim, False)
+
+
+@pytest.mark.parametrize("dtype", ("float16", "float32"))
+def test_vector_nan(device, dtype):
+    """A NaN inside a vector lane wins max/min (amax/amin) like anywhere else."""
+    for shape, dim, where in (((3, 70), 1, (1, 20)), ((300, 64), 0, (150, 37)), ((5000,), None, (4001,))):
+        arr = data("amax", dtype, shape)
+        arr[where] = np.nan
+        for op in ("amax", "amin"):
+            check(op, device, arr, dim, False)
 
 
 @pytest.mark.parametrize("layout", ("contiguous", "transposed"))
@@ -345,3 +382,11 @@ def test_plan_shapes():
                 lx, ly, g, chunk = clreduce.plan(dev, M, K, column)
                 assert lx & (lx - 1) == 0 and ly & (ly - 1) == 0 and lx * ly <= 256
                 assert (g - 1) * chunk < K <= g * chunk and ly * chunk >= 1
+    for M, K, ostr, istr in ((1, 10**6, 1, 1), (4096, 4096, 4096, 1), (4096, 4096, 1, 4096), (3, 70, 70, 1),
+                             (64, 300, 1, 64), (6, 5, 1, 6), (10**5, 33, 33, 1), (2, 1000, 1, 7)):
+        for with_idx in (False, True):
+            src = clreduce.Source(None, 0, "float", [M], [ostr], [K], [istr])
+            axis, vec, g, chunk = clreduce.cpu_plan(dev, src, M, K, with_idx)
+            assert (g - 1) * chunk < K <= g * chunk and chunk % min(vec, clreduce.VEC) == 0
+            assert axis == "scalar" if with_idx else axis in ("row", "col", "scalar")
+            assert chunk <= vec * clreduce.PER_ITEM  # each accumulator lane adds at most PER_ITEM elements

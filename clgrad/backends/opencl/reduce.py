@@ -5,6 +5,10 @@ are each coalesced (so transposed, sliced, expanded and offset inputs are read i
 strides) and ``kernels/reduce.cl.mako`` runs one (LX, LY) work-group layout chosen by ``plan``.
 When few outputs each reduce many elements, the reduction is split into G chunks per output whose
 partial results a second launch of the same template combines.
+
+CPU devices take a different ``layout`` of the template ("loop"): PoCL runs a local-memory tree poorly (it splits
+its work-item loops at every barrier) and does not vectorize across work-items around an inner loop, so there each
+work-item loops over a chunk of one output's elements with explicit VEC-wide vector loads (``cpu_plan``).
 """
 from __future__ import annotations
 
@@ -23,7 +27,9 @@ WG = 256  # work-items per group; a power of two for the tree
 PER_ITEM = 256  # most elements one work-item adds serially (float32 error grows with this count)
 MIN_PER_ITEM = 16  # splitting finer than this costs more in partials than it gains
 SERIAL_K = 32  # rows this short get one work-item each
-CPU_LX = 64  # outputs per work-group when a CPU device loops over each output
+VEC = 16  # lanes of the CPU kernel's vector loads (a 64-byte line of float32, AVX-512's width)
+COL_UNROLL = 8  # vectors of neighbouring outputs one CPU work-item keeps in a column reduction (1 KiB per row)
+COL_CHUNK = 128  # rows one CPU work-item adds per output in a column reduction (measured; at most PER_ITEM)
 
 
 @dataclass
@@ -69,9 +75,8 @@ def _pow2(n: int) -> int:
 def plan(dev, M: int, K: int, column: bool) -> tuple[int, int, int, int]:
     """(LX, LY, G, chunk): local size, number of chunks each output's K is split into, chunk length.
 
-    Short rows get a work-item per output, and so does everything on a CPU once there are enough
-    outputs for every core (a loop beats a tree there). Otherwise, when kept dims are the fast-moving
-    ones (column sums) LX neighbours read neighbouring addresses, else a whole group shares a row.
+    Short rows get a work-item per output. Otherwise, when kept dims are the fast-moving ones (column
+    sums) LX neighbours read neighbouring addresses, else a whole group shares a row.
     Rows are split until there are enough groups to fill the device and no work-item adds more than
     PER_ITEM elements serially.
     """
@@ -79,15 +84,36 @@ def plan(dev, M: int, K: int, column: bool) -> tuple[int, int, int, int]:
     target = 4 * dev.props.compute_units
     if K <= SERIAL_K:
         return min(wg, _pow2(M)), 1, 1, K
-    if dev.rank == 2 and -(-M // CPU_LX) >= target:
-        lx, ly, g = min(CPU_LX, _pow2(M)), 1, -(-K // PER_ITEM)
-    else:
-        lx = min(32, _pow2(M)) if column else 1
-        ly = min(wg // lx, _pow2(K))
-        fill = -(-target // -(-M // lx))
-        g = max(-(-K // (ly * PER_ITEM)), min(fill, K // (ly * MIN_PER_ITEM)), 1)
+    lx = min(32, _pow2(M)) if column else 1
+    ly = min(wg // lx, _pow2(K))
+    fill = -(-target // -(-M // lx))
+    g = max(-(-K // (ly * PER_ITEM)), min(fill, K // (ly * MIN_PER_ITEM)), 1)
     chunk = -(-K // g)
     return lx, ly, -(-K // chunk), chunk
+
+
+def loops(dev) -> bool:
+    """Whether ``dev`` gets the CPU kernel (tests monkeypatch this to run it on Oclgrind)."""
+    return dev.rank == 2
+
+
+def cpu_plan(dev, source: Source, M: int, K: int, with_idx: bool) -> tuple[str, int, int, int]:
+    """(axis, vec, G, chunk) of the CPU kernel: "row" vectors along a contiguous reduced dim, "col" vectors
+    across contiguous outputs (a column sum; vec is then the outputs per work-item), else "scalar". Each work-item adds at most PER_ITEM elements
+    per accumulator lane (the float32 error bound), and rows are split further until every core has work."""
+    target = 4 * dev.props.compute_units
+    if not with_idx and len(source.ishape) == 1 and source.istr[0] == 1 and K >= VEC:
+        axis, vec, most = "row", VEC, VEC * PER_ITEM
+    elif not with_idx and M > 1 and source.ostr[-1] == 1 and source.oshape[-1] % 4 == 0:
+        # the outputs of one work-item never cross a row of the kept dims
+        width = math.gcd(VEC * COL_UNROLL, source.oshape[-1])
+        return "col", width, -(-K // min(K, COL_CHUNK)), min(K, COL_CHUNK)
+    else:
+        axis, vec, most = "scalar", 1, PER_ITEM
+    g = max(-(-K // most), min(-(-target // M), K // (vec * MIN_PER_ITEM)), 1)
+    per = -(-K // g)
+    chunk = -(-per // vec) * vec  # a multiple of vec, so that vectors never straddle two chunks
+    return axis, vec, -(-K // chunk), chunk
 
 
 @functools.lru_cache(maxsize=4096)
@@ -131,31 +157,37 @@ class CLReduce:
         self._reduce(Job(dev, out.device, op, acc, big), source, M, K, dest)
 
     def _reduce(self, job: Job, source: Source, M: int, K: int, dest: Dest) -> None:
-        column = M > 1 and abs(source.ostr[-1]) < min(abs(s) for s in source.istr)
-        lx, ly, g, chunk = plan(job.dev, M, K, column)
+        if loops(job.dev):
+            axis, vec, g, chunk = cpu_plan(job.dev, source, M, K, dest.idx is not None)
+            shape = (axis, vec, g)
+        else:
+            column = M > 1 and abs(source.ostr[-1]) < min(abs(s) for s in source.istr)
+            lx, ly, g, chunk = plan(job.dev, M, K, column)
+            shape = (lx, ly, g)
         if g == 1:
-            self._launch(job, source, M, K, chunk, (lx, ly, 1), dest)
+            self._launch(job, source, M, K, chunk, shape, dest)
             return
         # pass 1 writes [G, M] partials in the accumulation type; they are then reduced like a column sum
         part = self.empty(job.device, job.acc, g * M)
         part_idx = self.empty(job.device, D.int64, g * M) if dest.idx is not None else None
         pdest = Dest(part.data, 0, job.acc, None if part_idx is None else part_idx.data)
-        self._launch(job, source, M, K, chunk, (lx, ly, g), pdest)
+        self._launch(job, source, M, K, chunk, shape, pdest)
         partials = Source(part.data, 0, job.acc.ctype, [M], [1], [g], [M], pdest.idx)
         if g * M > INT32_MAX:
             job = Job(job.dev, job.device, job.op, job.acc, True)
         self._reduce(job, partials, M, g, dest)
 
     def _launch(self, job: Job, source: Source, M: int, K: int, chunk: int, shape, dest: Dest) -> None:
-        lx, ly, g = shape
+        """Enqueue one pass; ``shape`` is (LX, LY, G) of the tree kernel or (axis, vec, G) of the CPU one."""
+        a, b, g = shape
         op, acc = job.op, job.acc
         with_idx = dest.idx is not None
         mode = "none" if not with_idx else ("load" if source.idx is not None else "pos")
         out_dt = dest.dtype
-        key = (job.dev.index, op, acc, job.big, source.ctype, len(source.oshape), len(source.ishape), mode, out_dt, lx, ly)
+        key = (job.dev.index, op, acc, job.big, source.ctype, len(source.oshape), len(source.ishape), mode, out_dt, a, b)
         cached = _KERNELS.get(key)
         if cached is None:
-            cached = _KERNELS[key] = _kernel(job, source, mode, out_dt, lx, ly)
+            cached = _KERNELS[key] = _kernel(job, source, mode, out_dt, shape)
         kernel, local_idx, local_acc = cached
         values = [source.buf, source.off]
         for n, s in zip(source.oshape, source.ostr):
@@ -166,9 +198,14 @@ class CLReduce:
             values.append(source.idx)
         values += (M, K, chunk, dest.buf, dest.off)
         if with_idx:
-            values += (dest.idx, dest.idx_off, local_idx)
+            values += (dest.idx, dest.idx_off)
+        if isinstance(a, str):  # the CPU kernel: no local memory, and PoCL picks the local size
+            kernel(job.dev.queue, (M // b if a == "col" else M, g), None, *values)
+            return
+        if with_idx:
+            values.append(local_idx)
         values.append(local_acc)
-        kernel(job.dev.queue, (-(-M // lx) * lx, ly * g), (lx, ly), *values)
+        kernel(job.dev.queue, (-(-M // a) * a, b * g), (a, b), *values)
 
 
 # kernels and local-memory arguments by launch signature: a repeated reduction skips rendering the key
@@ -176,26 +213,34 @@ _KERNELS: dict = {}
 programs.add_cache_listener(_KERNELS.clear)
 
 
-def _kernel(job: Job, source: Source, mode: str, out_dt: D.dtype, lx: int, ly: int) -> tuple:
+def _kernel(job: Job, source: Source, mode: str, out_dt: D.dtype, shape) -> tuple:
     """(kernel, local memory for indices or None, local memory for partial values) of one launch signature."""
     import pyopencl as cl
 
     op, acc = job.op, job.acc
+    cpu = isinstance(shape[0], str)
+    layout = dict(layout="tree", axis="none", vec=1, unroll=1)
+    if cpu:
+        vec = min(shape[1], VEC)
+        layout = dict(layout="loop", axis=shape[0], vec=vec, unroll=shape[1] // vec)
     idx_np = np.int64 if job.big else np.int32
     with_idx = mode != "none"
     out_cast = "half" if out_dt is D.float16 else "bool" if out_dt is D.bool and op not in ("all", "any") else "plain"
     params = dict(
         op=op, in_ctype=source.ctype, acc=acc.ctype, out_ctype=out_dt.ctype, out_cast=out_cast, idx=mode,
         outer_nd=len(source.oshape), inner_nd=len(source.ishape), idx_t="long" if job.big else "int",
-        fp64="double" in (source.ctype, acc.ctype, out_dt.ctype),
+        fp64="double" in (source.ctype, acc.ctype, out_dt.ctype), **layout,
     )
     arg_dtypes = [None, idx_np] + [idx_np] * (2 * len(source.oshape) + 2 * len(source.ishape))
     if mode == "load":
         arg_dtypes.append(None)
     arg_dtypes += [idx_np, idx_np, idx_np, None, idx_np]
     if with_idx:
-        arg_dtypes += [None, idx_np, None]
-    arg_dtypes.append(None)
+        arg_dtypes += [None, idx_np]
     name = f"reduce_{op}{'_arg' if with_idx else ''}_{source.ctype}"
+    if cpu:
+        return programs.get_kernel(job.dev, "reduce", name, tuple(arg_dtypes), params), None, None
+    arg_dtypes += [None, None] if with_idx else [None]
     kernel = programs.get_kernel(job.dev, "reduce", name, tuple(arg_dtypes), params)
+    lx, ly, _ = shape
     return (kernel, cl.LocalMemory(8 * lx * ly) if with_idx else None, cl.LocalMemory(acc.itemsize * lx * ly))
