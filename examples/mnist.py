@@ -2,9 +2,11 @@
 
     python examples/mnist.py --dataset fashion-mnist --epochs 3
     python examples/mnist.py --smoke            # a few batches, for a quick check
+    python examples/mnist.py --plot loss.png    # also draw the loss curves (needs matplotlib)
 
 Checkpoints of the model and the optimizer are written every ``--save-interval`` batches; ``--resume``
-continues from the last one.
+continues from the last one. The loaders deliver batches already on the device (clgrad's
+``DataLoader(device=...)``), copying the next batch while the current one is computed.
 """
 from __future__ import annotations
 
@@ -39,21 +41,26 @@ class Net(nn.Module):
         return F.log_softmax(self.fc2(x), dim=1)
 
 
-def train(args, model, device, loader, optimizer, epoch, state):
+def train(args, model, loader, optimizer, scheduler, epoch, state, history):
     model.train()
     start, seen = time.perf_counter(), 0
-    for batch_idx, (data, target) in enumerate(loader):
+    running, count = 0.0, 0  # summed on the device: reading a loss every batch would wait for the device
+    for batch_idx, (data, target) in enumerate(loader):  # the loader already put them on the device
         if epoch == state["epoch"] and batch_idx < state["batch"]:
             continue  # resumed: skip the batches this epoch already trained on
-        data, target = data.to(device), target.to(device)
         optimizer.zero_grad()
         loss = F.nll_loss(model(data), target)
         loss.backward()
         optimizer.step()
+        scheduler.step()
         seen += len(data)
+        running, count = running + loss.detach(), count + 1
         if batch_idx % args.log_interval == 0:
             rate = seen / (time.perf_counter() - start)
             done = batch_idx * len(data)
+            if count >= args.log_interval or not history["train"]:  # not the 1-batch mean at an epoch's start
+                history["train"].append((epoch - 1 + done / len(loader.dataset), running.item() / count))
+                running, count = 0.0, 0
             bar = "#" * (30 * done // len(loader.dataset))
             print(f"\rTrain epoch {epoch} [{bar:<30}] {done}/{len(loader.dataset)} loss {loss.item():.4f} "
                   f"{rate:.0f} img/s", end="", flush=True)
@@ -64,12 +71,11 @@ def train(args, model, device, loader, optimizer, epoch, state):
     print()
 
 
-def test(model, device, loader, limit=None):
+def test(model, loader, limit=None):
     model.eval()
     total_loss, correct, count = 0.0, 0, 0
     with torch.no_grad():
         for i, (data, target) in enumerate(loader):
-            data, target = data.to(device), target.to(device)
             output = model(data)
             total_loss += F.nll_loss(output, target, reduction="sum").item()
             correct += int((output.argmax(dim=1) == target).sum().item())
@@ -77,7 +83,33 @@ def test(model, device, loader, limit=None):
             if limit is not None and i + 1 >= limit:
                 break
     print(f"Test set: average loss {total_loss / count:.4f}, accuracy {correct}/{count} ({correct / count:.4f})")
-    return correct / count
+    return total_loss / count, correct / count
+
+
+def pyplot():
+    """matplotlib's pyplot drawing to files, or None (with a message) when matplotlib is not installed."""
+    try:
+        import matplotlib
+    except ImportError:
+        print("--plot needs matplotlib (pip install matplotlib); training without a plot", file=sys.stderr)
+        return None
+    matplotlib.use("Agg")  # files only: no display needed
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
+def plot(plt, history, path) -> None:
+    fig, ax = plt.subplots(figsize=(7, 4))
+    ax.plot(*zip(*history["train"]), label="train (mean over each log interval)", lw=1)
+    if history["test"]:
+        ax.plot(*zip(*history["test"]), "o-", label="test")
+    ax.set(xlabel="epoch", ylabel="NLL loss", title="clgrad MNIST example")
+    ax.legend()
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+    print(f"loss curves written to {path}")
 
 
 def save_checkpoint(args, model, optimizer, epoch, batch):
@@ -86,14 +118,26 @@ def save_checkpoint(args, model, optimizer, epoch, batch):
                os.path.join(args.checkpoint_dir, "mnist.safetensors"))
 
 
+def one_cycle(args, optimizer, steps_per_epoch, done):
+    """The 1cycle schedule over all the epochs: the lr rises to ``--lr`` and anneals far below while the momentum
+    moves the other way. It is a function of the step count (``done`` steps taken before a resume) and of
+    settings the optimizer's state keeps, so a checkpoint needs no scheduler state and ``--epochs`` may grow."""
+    total = args.epochs * steps_per_epoch
+    return optim.lr_scheduler.OneCycleLR(optimizer, max_lr=args.lr, total_steps=total, max_momentum=args.momentum,
+                                         base_momentum=min(0.85, args.momentum), last_epoch=min(done, total) - 1)
+
+
 def main(argv=None) -> float:
     p = argparse.ArgumentParser(description="clgrad MNIST example")
     p.add_argument("--batch-size", type=int, default=64)
     p.add_argument("--test-batch-size", type=int, default=1000)
     p.add_argument("--epochs", type=int, default=3)
-    p.add_argument("--lr", type=float, default=0.01)
-    p.add_argument("--momentum", type=float, default=0.5)
+    # Fashion-MNIST in 3 epochs: 1cycle to 0.05 gives 0.852 (PyTorch, mean of 3 seeds), the classic constant lr
+    # 0.01 with momentum 0.5 0.844; the dropouts, not the recipe, keep this net below 0.86 that early
+    p.add_argument("--lr", type=float, default=0.05, help="peak learning rate of the 1cycle schedule")
+    p.add_argument("--momentum", type=float, default=0.95, help="SGD momentum at the start and end of the cycle")
     p.add_argument("--seed", type=int, default=1)
+    p.add_argument("--workers", type=int, default=1, help="threads that load and collate batches (0: none)")
     p.add_argument("--device", default="opencl" if torch.opencl.is_available() else "cpu")
     p.add_argument("--dataset", choices=("mnist", "fashion-mnist"), default="fashion-mnist")
     p.add_argument("--data-dir", default=None)
@@ -101,9 +145,11 @@ def main(argv=None) -> float:
     p.add_argument("--save-interval", type=int, default=0, help="checkpoint every N batches (0: only at epoch end)")
     p.add_argument("--checkpoint-dir", default="checkpoints")
     p.add_argument("--resume", action="store_true")
+    p.add_argument("--plot", metavar="PATH", help="write the train and test loss curves to this PNG (matplotlib)")
     p.add_argument("--smoke", action="store_true", help="train and test on a few batches only")
     p.add_argument("--smoke-batches", type=int, default=20)
     args = p.parse_args(argv)
+    plt = pyplot() if args.plot else None  # checked now rather than after the training
 
     torch.manual_seed(args.seed)
     device = torch.device(args.device)
@@ -114,8 +160,10 @@ def main(argv=None) -> float:
     train_set = dataset(args.data_dir, train=True, transform=transform)
     test_set = dataset(args.data_dir, train=False, transform=transform)
     shuffle = torch.Generator()
-    train_loader = DataLoader(train_set, batch_size=args.batch_size, shuffle=True, generator=shuffle)
-    test_loader = DataLoader(test_set, batch_size=args.test_batch_size)
+    # device=: a clgrad extension, batches arrive on the device (PyTorch: pin_memory + .to(device, non_blocking))
+    loading = dict(num_workers=args.workers, device=device)
+    train_loader = DataLoader(train_set, batch_size=args.batch_size, shuffle=True, generator=shuffle, **loading)
+    test_loader = DataLoader(test_set, batch_size=args.test_batch_size, **loading)
 
     model = Net().to(device)
     optimizer = optim.SGD(model.parameters(), lr=args.lr, momentum=args.momentum)
@@ -127,14 +175,19 @@ def main(argv=None) -> float:
         optimizer.load_state_dict(ckpt["optimizer"])
         state = {"epoch": int(ckpt["epoch"]), "batch": int(ckpt["batch"])}
         print(f"resumed from {path}: epoch {state['epoch']}, batch {state['batch']}")
-    accuracy = 0.0
+    scheduler = one_cycle(args, optimizer, len(train_loader), (state["epoch"] - 1) * len(train_loader) + state["batch"])
+    accuracy, history, start = 0.0, {"train": [], "test": []}, time.perf_counter()
     for epoch in range(state["epoch"], args.epochs + 1):
         shuffle.manual_seed(args.seed * 1000 + epoch)  # each epoch's order is reproducible, so a resume skips right
-        train(args, model, device, train_loader, optimizer, epoch, state)
+        train(args, model, train_loader, optimizer, scheduler, epoch, state, history)
         save_checkpoint(args, model, optimizer, epoch + 1, 0)
-        accuracy = test(model, device, test_loader, limit=2 if args.smoke else None)
+        loss, accuracy = test(model, test_loader, limit=2 if args.smoke else None)
+        history["test"].append((epoch, loss))
         if args.smoke:
             break
+    print(f"{time.perf_counter() - start:.1f} s of training and testing")
+    if plt is not None:
+        plot(plt, history, args.plot)
     return accuracy
 
 

@@ -45,3 +45,37 @@ def test_mnist_trains_checkpoints_and_resumes(device, data_dir, tmp_path, capsys
     mnist.main(common + ["--epochs", "2", "--resume"])
     out = capsys.readouterr().out
     assert "resumed from" in out and "epoch 2, batch 0" in out and "Train epoch 2" in out
+
+
+def _cpu_run(data_dir, tmp_path, *extra):
+    return mnist.main(["--data-dir", str(data_dir), "--device", "cpu", "--batch-size", "16", "--test-batch-size",
+                       "32", "--checkpoint-dir", str(tmp_path / "ck"), "--log-interval", "1", "--epochs", "2",
+                       *extra])
+
+
+def test_mnist_plot_writes_png(data_dir, tmp_path, capsys):
+    pytest.importorskip("matplotlib")
+    png = tmp_path / "loss.png"
+    _cpu_run(data_dir, tmp_path, "--plot", str(png))
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert f"loss curves written to {png}" in capsys.readouterr().out
+
+
+def test_mnist_plot_without_matplotlib(data_dir, tmp_path, capsys, monkeypatch):
+    monkeypatch.setitem(sys.modules, "matplotlib", None)  # makes `import matplotlib` raise ImportError
+    png = tmp_path / "loss.png"
+    assert 0.0 <= _cpu_run(data_dir, tmp_path, "--plot", str(png)) <= 1.0  # trains anyway
+    assert not png.exists()
+    assert "--plot needs matplotlib" in capsys.readouterr().err
+
+
+# The classic net with both dropouts tops out near 0.85 in 3 epochs whatever the SGD recipe (PyTorch: 0.852 mean
+# over 3 seeds, clgrad 0.851); without the dropouts the same recipe gives 0.89. See /work/notes/mnist_tune.
+FASHION_MNIST_3_EPOCHS = 0.845
+
+
+@pytest.mark.skipif(os.environ.get("CLGRAD_SLOW") != "1", reason="a full Fashion-MNIST run: set CLGRAD_SLOW=1")
+def test_mnist_reaches_target_accuracy_on_fashion_mnist(tmp_path):
+    """The documented result: the default recipe, 3 epochs on the real Fashion-MNIST (1.5 min on 2 cores)."""
+    accuracy = mnist.main(["--epochs", "3", "--checkpoint-dir", str(tmp_path / "ck"), "--log-interval", "100"])
+    assert accuracy >= FASHION_MNIST_3_EPOCHS

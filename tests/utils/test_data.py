@@ -237,3 +237,103 @@ def test_loader_on_device(device):
     assert [str(b[0].device) for b in batches] == [str(clgrad.device(device))] * 2
     assert [b[0].tolist() for b in batches] == [[[0, 1], [2, 3]], [[4, 5]]]
     assert [b[1].tolist() for b in batches] == [[0, 1], [2]]
+
+
+class _Logged:
+    """A map dataset of nested samples that records when each index is fetched."""
+
+    def __init__(self, n, log=None, fail_at=None):
+        self.n, self.log, self.fail_at = n, log, fail_at
+
+    def __getitem__(self, i):
+        if i == self.fail_at:
+            raise KeyError(f"bad sample {i}")
+        if self.log is not None:
+            self.log.append(("fetch", i))
+        # no Python floats (they collate to float64, which some devices lack)
+        return {"x": np.full((2, 3), i, np.float32), "pair": (i, Point(3 * i, f"s{i}"))}
+
+    def __len__(self):
+        return self.n
+
+
+def _plain(batch, devices: set):
+    """A batch as plain Python values (collecting each tensor's device), so two loaders' outputs compare."""
+    if isinstance(batch, clgrad.Tensor):
+        devices.add(str(batch.device))
+        return str(batch.dtype), batch.tolist()
+    if isinstance(batch, dict):
+        return {k: _plain(v, devices) for k, v in batch.items()}
+    if isinstance(batch, (list, tuple)):
+        return type(batch).__name__, [_plain(b, devices) for b in batch]
+    return batch
+
+
+@pytest.mark.parametrize("num_workers", [0, 2])
+@pytest.mark.parametrize("stream", [False, True])
+def test_device_prefetch_matches_host_path(device, num_workers, stream):
+    def run(devices, **kw):
+        if stream:
+            loader = DataLoader(_Stream(11), batch_size=4, num_workers=num_workers, **kw)
+            return [_plain(b, devices) for b in loader]
+        gen = clgrad.Generator().manual_seed(3)
+        loader = DataLoader(_Logged(11), batch_size=4, shuffle=True, generator=gen, num_workers=num_workers, **kw)
+        return [[_plain(b, devices) for b in loader] for _epoch in range(2)]
+    on_host, on_device = set(), set()
+    ref = run(on_host)
+    moved = run(on_device, device=device)
+    assert moved == ref  # same order, types and values
+    assert moved == run(set(), device=device)  # deterministic for a seed
+    assert on_host == {"cpu"} and on_device == {str(clgrad.device(device))}
+
+
+def test_device_prefetch_issues_next_copy_before_yielding(device):
+    log: list = []
+    loader = DataLoader(_Logged(6, log), batch_size=2, device=device)
+    for b in loader:
+        log.append(("use", int(b["pair"][0][0].item())))
+    # batch i+1 is fetched (and its copy issued) before the consumer gets batch i
+    assert log == [("fetch", 0), ("fetch", 1), ("fetch", 2), ("fetch", 3), ("use", 0), ("fetch", 4), ("fetch", 5),
+                   ("use", 2), ("use", 4)]
+
+
+def test_device_prefetch_errors_propagate(device, monkeypatch):
+    # a failing sample: the batches before it still arrive, then its error
+    got = []
+    with pytest.raises(KeyError, match="bad sample 5"):
+        for b in DataLoader(_Logged(8, fail_at=5), batch_size=2, device=device):
+            got.append(b["pair"][0].tolist())
+    assert got == [[0, 1], [2, 3]]
+    with pytest.raises(KeyError, match="bad sample 1"):
+        list(DataLoader(_Logged(8, fail_at=1), batch_size=2, num_workers=2, device=device))
+    with pytest.raises(RuntimeError, match="Expected one of cpu"):
+        DataLoader(_ds(4), device="tpu")
+    if device == "cpu":
+        return  # nothing is copied
+    real = clgrad.Tensor.copy_
+
+    def copy_failing_on_batch_2(self, src, non_blocking=False):
+        if src.dtype is clgrad.float32 and src.shape[0] == 2 and src[0, 0, 0].item() == 4:
+            raise RuntimeError("transfer failed")
+        return real(self, src, non_blocking)
+    monkeypatch.setattr(clgrad.Tensor, "copy_", copy_failing_on_batch_2)
+    got = []
+    with pytest.raises(RuntimeError, match="transfer failed"):
+        for b in DataLoader(_Logged(8), batch_size=2, device=device):
+            got.append(b["x"][:, 0, 0].tolist())
+    assert got == [[0, 1], [2, 3]]
+
+
+def test_device_prefetch_break_early_frees_and_stops(device):
+    import threading
+    loader = DataLoader(_Logged(40), batch_size=4, device=device)
+    list(loader)  # warm the allocator's pool
+    before = clgrad.opencl.memory_allocated(device) if device != "cpu" else 0
+    for _ in range(3):
+        for i, _b in enumerate(loader):
+            if i == 2:
+                break
+    del _b
+    assert not any(t.name.startswith("clgrad-h2d") for t in threading.enumerate())
+    if device != "cpu":
+        assert clgrad.opencl.memory_allocated(device) == before

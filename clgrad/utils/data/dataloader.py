@@ -14,10 +14,12 @@ from concurrent.futures import ThreadPoolExecutor
 import numpy as np
 
 from ... import dtypes as D
+from ...device import resolve
 from ...ops.creation import as_tensor, tensor
 from ...ops.joins import stack
 from ...tensor import Tensor
 from .dataset import IterableDataset
+from .prefetch import to_device_ahead
 from .sampler import BatchSampler, RandomSampler, SequentialSampler
 
 _COLLATE_ERR = "default_collate: batch must contain tensors, numpy arrays, numbers, dicts or lists; found {}"
@@ -122,14 +124,20 @@ class DataLoader:
     """Iterate over ``dataset`` in batches: ``for x, y in DataLoader(ds, batch_size=64, shuffle=True)``.
 
     With ``num_workers > 0``, that many background threads load and collate up to
-    ``prefetch_factor * num_workers`` batches ahead, yielded in order. ``pin_memory`` is accepted and ignored.
+    ``prefetch_factor * num_workers`` batches ahead, yielded in order. ``pin_memory`` and ``in_order`` are
+    accepted and ignored (batches always come in order, which ``in_order=False`` allows).
+
+    clgrad extension: with ``device="opencl"``, batches arrive with their tensors already on that device, and
+    the next batch's host->device copy is issued while the current one is being computed, so ``.to(device)``
+    in the loop becomes a no-op: ``for x, y in DataLoader(ds, batch_size=64, device="opencl"): ...``.
     """
 
     def __init__(self, dataset, batch_size=1, shuffle=None, sampler=None, batch_sampler=None, num_workers=0,
                  collate_fn=None, pin_memory=False, drop_last=False, timeout=0, worker_init_fn=None,
                  multiprocessing_context=None, generator=None, *, prefetch_factor=None, persistent_workers=False,
-                 pin_memory_device=""):
+                 pin_memory_device="", in_order=True, device=None):
         self.dataset = dataset
+        self.device = None if device is None else resolve(device)  # checked now, not at the first batch
         _check_args(self, shuffle, sampler, batch_sampler, batch_size, drop_last, num_workers, prefetch_factor,
                     persistent_workers)
         if batch_sampler is not None:
@@ -140,6 +148,7 @@ class DataLoader:
             batch_sampler = BatchSampler(sampler, batch_size, drop_last)
         self.batch_size, self.drop_last, self.sampler, self.batch_sampler = batch_size, drop_last, sampler, batch_sampler
         self.num_workers, self.generator, self.pin_memory = num_workers, generator, pin_memory
+        self.pin_memory_device, self.in_order = pin_memory_device, in_order
         self.prefetch_factor = 2 if num_workers > 0 and prefetch_factor is None else prefetch_factor
         self.persistent_workers, self.timeout, self.worker_init_fn = persistent_workers, timeout, worker_init_fn
         if collate_fn is None:
@@ -175,6 +184,10 @@ class DataLoader:
             yield self.collate_fn(batch)
 
     def __iter__(self):
+        batches = self._host_batches()
+        return batches if self.device is None else to_device_ahead(batches, self.device)
+
+    def _host_batches(self):
         if isinstance(self.dataset, IterableDataset):
             batches = self._iterable_batches()
             return batches if self.num_workers == 0 else _read_ahead(batches, self.prefetch_factor * self.num_workers)
