@@ -3,8 +3,9 @@
     python examples/mnist.py --dataset fashion-mnist --epochs 3
     python examples/mnist.py --smoke            # a few batches, for a quick check
     python examples/mnist.py --plot loss.png    # also draw the loss curves (needs matplotlib)
+    mpiexec -n 2 python examples/mnist.py --distributed --smoke   # data-parallel over MPI ranks (DDP)
 
-Checkpoints of the model and the optimizer are written every ``--save-interval`` batches; ``--resume``
+Checkpoints of the model, the optimizer and the random state are written every ``--save-interval`` batches; ``--resume``
 continues from the last one. The loaders deliver batches already on the device (clgrad's
 ``DataLoader(device=...)``), copying the next batch while the current one is computed.
 """
@@ -16,11 +17,13 @@ import sys
 import time
 
 import clgrad as torch
+import clgrad.distributed as dist
 import clgrad.nn as nn
 import clgrad.nn.functional as F
 import clgrad.optim as optim
 from clgrad.datasets import MNIST, FashionMNIST, transforms
-from clgrad.utils.data import DataLoader
+from clgrad.nn.parallel import DistributedDataParallel
+from clgrad.utils.data import DataLoader, DistributedSampler
 
 
 class Net(nn.Module):
@@ -55,20 +58,21 @@ def train(args, model, loader, optimizer, scheduler, epoch, state, history):
         scheduler.step()
         seen += len(data)
         running, count = running + loss.detach(), count + 1
-        if batch_idx % args.log_interval == 0:
-            rate = seen / (time.perf_counter() - start)
-            done = batch_idx * len(data)
+        if batch_idx % args.log_interval == 0 and args.rank == 0:
+            rate = args.world_size * seen / (time.perf_counter() - start)  # all ranks' images
+            done = args.world_size * batch_idx * len(data)
             if count >= args.log_interval or not history["train"]:  # not the 1-batch mean at an epoch's start
                 history["train"].append((epoch - 1 + done / len(loader.dataset), running.item() / count))
                 running, count = 0.0, 0
             bar = "#" * (30 * done // len(loader.dataset))
             print(f"\rTrain epoch {epoch} [{bar:<30}] {done}/{len(loader.dataset)} loss {loss.item():.4f} "
                   f"{rate:.0f} img/s", end="", flush=True)
-        if args.save_interval and (batch_idx + 1) % args.save_interval == 0:
+        if args.save_interval and (batch_idx + 1) % args.save_interval == 0 and args.rank == 0:
             save_checkpoint(args, model, optimizer, epoch, batch_idx + 1)
         if args.smoke and batch_idx + 1 >= args.smoke_batches:
             break
-    print()
+    if args.rank == 0:
+        print()
 
 
 def test(model, loader, limit=None):
@@ -113,9 +117,12 @@ def plot(plt, history, path) -> None:
 
 
 def save_checkpoint(args, model, optimizer, epoch, batch):
+    """Model, optimizer, position and the global random state (dropout draws from it), so ``--resume`` continues
+    exactly where the run stopped. The shuffle order needs nothing: each epoch reseeds its own generator."""
+    model = getattr(model, "module", model)  # DDP's wrapped model: the checkpoint loads without DDP
     os.makedirs(args.checkpoint_dir, exist_ok=True)
-    torch.save({"model": model.state_dict(), "optimizer": optimizer.state_dict(), "epoch": epoch, "batch": batch},
-               os.path.join(args.checkpoint_dir, "mnist.safetensors"))
+    torch.save({"model": model.state_dict(), "optimizer": optimizer.state_dict(), "epoch": epoch, "batch": batch,
+                "rng_state": torch.get_rng_state()}, os.path.join(args.checkpoint_dir, "mnist.safetensors"))
 
 
 def one_cycle(args, optimizer, steps_per_epoch, done):
@@ -141,6 +148,7 @@ def main(argv=None) -> float:
     p.add_argument("--device", default="opencl" if torch.opencl.is_available() else "cpu")
     p.add_argument("--dataset", choices=("mnist", "fashion-mnist"), default="fashion-mnist")
     p.add_argument("--data-dir", default=None)
+    p.add_argument("--download", action="store_true", help="fetch the dataset from the standard mirrors if missing")
     p.add_argument("--log-interval", type=int, default=10)
     p.add_argument("--save-interval", type=int, default=0, help="checkpoint every N batches (0: only at epoch end)")
     p.add_argument("--checkpoint-dir", default="checkpoints")
@@ -148,21 +156,36 @@ def main(argv=None) -> float:
     p.add_argument("--plot", metavar="PATH", help="write the train and test loss curves to this PNG (matplotlib)")
     p.add_argument("--smoke", action="store_true", help="train and test on a few batches only")
     p.add_argument("--smoke-batches", type=int, default=20)
+    p.add_argument("--distributed", action="store_true",
+                   help="data-parallel over the ranks of mpiexec; --batch-size is the global batch, split over ranks; "
+                        "--device opencl:local puts each rank on its node-local OpenCL device")
     args = p.parse_args(argv)
     plt = pyplot() if args.plot else None  # checked now rather than after the training
 
-    torch.manual_seed(args.seed)
+    args.rank, args.world_size = 0, 1
+    if args.distributed:
+        dist.init_process_group("mpi")  # rank and world size from mpiexec
+        args.rank, args.world_size = dist.get_rank(), dist.get_world_size()
+        args.device = args.device.replace("local", str(dist.get_node_local_rank()))
+    # rank 0 draws what a single process draws; the other ranks' dropout masks differ (DDP broadcasts rank 0's
+    # initial weights, so the model is identical everywhere)
+    torch.manual_seed(args.seed + args.rank)
     device = torch.device(args.device)
     # the datasets' usual mean and std
     stats = ((0.2860,), (0.3530,)) if args.dataset == "fashion-mnist" else ((0.1307,), (0.3081,))
     transform = transforms.Compose([transforms.ToTensor(), transforms.Normalize(*stats)])
     dataset = FashionMNIST if args.dataset == "fashion-mnist" else MNIST
-    train_set = dataset(args.data_dir, train=True, transform=transform)
-    test_set = dataset(args.data_dir, train=False, transform=transform)
+    train_set = dataset(args.data_dir, train=True, transform=transform, download=args.download)
+    test_set = dataset(args.data_dir, train=False, transform=transform, download=args.download)
     shuffle = torch.Generator()
     # device=: a clgrad extension, batches arrive on the device (PyTorch: pin_memory + .to(device, non_blocking))
     loading = dict(num_workers=args.workers, device=device)
-    train_loader = DataLoader(train_set, batch_size=args.batch_size, shuffle=True, generator=shuffle, **loading)
+    sampler = None
+    if args.distributed:  # each rank its share of every epoch: the same number of batches on every rank
+        sampler = DistributedSampler(train_set, seed=args.seed)
+        train_loader = DataLoader(train_set, batch_size=args.batch_size // args.world_size, sampler=sampler, **loading)
+    else:
+        train_loader = DataLoader(train_set, batch_size=args.batch_size, shuffle=True, generator=shuffle, **loading)
     test_loader = DataLoader(test_set, batch_size=args.test_batch_size, **loading)
 
     model = Net().to(device)
@@ -174,17 +197,30 @@ def main(argv=None) -> float:
         model.load_state_dict(ckpt["model"])
         optimizer.load_state_dict(ckpt["optimizer"])
         state = {"epoch": int(ckpt["epoch"]), "batch": int(ckpt["batch"])}
-        print(f"resumed from {path}: epoch {state['epoch']}, batch {state['batch']}")
+        if "rng_state" in ckpt:
+            torch.set_rng_state(ckpt["rng_state"].cpu())
+        if args.rank == 0:
+            print(f"resumed from {path}: epoch {state['epoch']}, batch {state['batch']}")
+    if args.distributed:  # after loading: DDP starts every rank from rank 0's weights
+        model = DistributedDataParallel(model, device_ids=[device])
     scheduler = one_cycle(args, optimizer, len(train_loader), (state["epoch"] - 1) * len(train_loader) + state["batch"])
     accuracy, history, start = 0.0, {"train": [], "test": []}, time.perf_counter()
     for epoch in range(state["epoch"], args.epochs + 1):
         shuffle.manual_seed(args.seed * 1000 + epoch)  # each epoch's order is reproducible, so a resume skips right
+        if sampler is not None:
+            sampler.set_epoch(epoch)  # the same reshuffle on every rank
         train(args, model, train_loader, optimizer, scheduler, epoch, state, history)
-        save_checkpoint(args, model, optimizer, epoch + 1, 0)
-        loss, accuracy = test(model, test_loader, limit=2 if args.smoke else None)
-        history["test"].append((epoch, loss))
+        if args.rank == 0:  # one writer, one evaluation (of the plain model: no collectives inside)
+            save_checkpoint(args, model, optimizer, epoch + 1, 0)
+            loss, accuracy = test(getattr(model, "module", model), test_loader, limit=2 if args.smoke else None)
+            history["test"].append((epoch, loss))
         if args.smoke:
             break
+    if args.distributed:
+        dist.barrier()  # the others wait for rank 0's checkpoint and test
+        dist.destroy_process_group()
+    if args.rank != 0:
+        return accuracy
     print(f"{time.perf_counter() - start:.1f} s of training and testing")
     if plt is not None:
         plot(plt, history, args.plot)

@@ -53,7 +53,7 @@ def _devices() -> list[str]:
 WORKER_DEVICES = _devices()
 
 
-def mpiexec(n: int, *args: str, timeout: float) -> tuple[int, str, float]:
+def mpiexec(n: int, *args: str, timeout: float, script: Path | None = None) -> tuple[int, str, float]:
     """Run the worker on ``n`` ranks; returns (exit code, stdout + stderr, seconds). The whole process group
     is killed at ``timeout``, so a hang fails the test instead of hanging pytest."""
     cmd = [MPIEXEC, "-n", str(n)]
@@ -63,7 +63,7 @@ def mpiexec(n: int, *args: str, timeout: float) -> tuple[int, str, float]:
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]),
                OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
     start = time.monotonic()
-    proc = subprocess.Popen(cmd + [sys.executable, str(WORKER), *args], stdout=subprocess.PIPE,
+    proc = subprocess.Popen(cmd + [sys.executable, str(script or WORKER), *args], stdout=subprocess.PIPE,
                             stderr=subprocess.STDOUT, text=True, env=env, cwd=ROOT, start_new_session=True)
     try:
         out, _ = proc.communicate(timeout=timeout)
@@ -165,3 +165,13 @@ def test_not_initialized(call):
 def test_unknown_backend(backend, error, match):
     with pytest.raises(error, match=match):
         dist.init_process_group(backend)
+
+
+@pytest.mark.skipif(not Path("/usr/share/datasets/fashion-mnist").is_dir(), reason="needs Debian's dataset-fashion-mnist")
+def test_mnist_example_distributed(tmp_path):
+    """The README's command: the MNIST example trains data-parallel on 2 ranks; only rank 0 tests and saves."""
+    rc, out, _ = mpiexec(2, "--distributed", "--smoke", "--device", WORKER_DEVICES[-1], "--checkpoint-dir",
+                         str(tmp_path), timeout=300, script=ROOT / "examples" / "mnist.py")
+    assert rc == 0, out[-3000:]
+    assert out.count("Test set: average loss") == 1, out[-3000:]
+    assert (tmp_path / "mnist.safetensors").exists()
