@@ -362,6 +362,7 @@ def test_conv_kernels_oclgrind(device, capfd):
     outs = [
         CF.conv2d(x, w, stride=(2, 1), padding=1, dilation=(1, 2)),  # im2col; backward: col2im, weight grad
         CF.max_pool2d(x, 3, 2, 1, ceil_mode=True),
+        CF.max_pool2d(x, 2, 2, 1),  # disjoint windows: the backward scatters
         CF.avg_pool2d(x, 3, 2, 1, ceil_mode=True, count_include_pad=False),
         CF.adaptive_avg_pool2d(x, (3, 3)),
         CF.interpolate(x, size=(7, 3)),
@@ -373,6 +374,7 @@ def test_conv_kernels_oclgrind(device, capfd):
     ref_x = torch.tensor(x.detach().cpu().numpy(), requires_grad=True)
     ref_w = torch.tensor(w.detach().cpu().numpy())
     ref = [F.conv2d(ref_x, ref_w, stride=(2, 1), padding=1, dilation=(1, 2)), F.max_pool2d(ref_x, 3, 2, 1, ceil_mode=True),
+           F.max_pool2d(ref_x, 2, 2, 1),
            F.avg_pool2d(ref_x, 3, 2, 1, ceil_mode=True, count_include_pad=False), F.adaptive_avg_pool2d(ref_x, (3, 3)),
            F.interpolate(ref_x, size=(7, 3)), F.interpolate(ref_x, scale_factor=1.5, mode="bilinear")]
     (ref_gx,) = torch.autograd.grad(sum((o * o).sum() for o in ref), ref_x)

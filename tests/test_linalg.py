@@ -225,11 +225,35 @@ def test_primitive_strides(device, case):
     check(out, np.broadcast_to(a, (nb, m, k)), np.broadcast_to(b, (nb, k, n)))
 
 
+SUM_CASES = [  # (B, chunks, M, K, N, b transposed): out[z] = the sum of a[i] @ b[i] over chunk z's batches
+    (5, 2, 10, 37, 25, True),  # a short last chunk; few rows and columns (the narrow tiling)
+    (7, 3, 20, 9, 70, True),  # 17-32 rows: one row tile; K below the slab depth
+    (4, 4, 33, 70, 13, False),  # one batch per chunk; a product taller than the short tilings
+    (3, 1, 1, 40, 130, False),  # a single chunk; a skinny product
+    (6, 2, 40, 5, 1, True),  # a matrix @ vector one, computed transposed
+]
+
+
+@pytest.mark.parametrize("case", SUM_CASES, ids=str)
+def test_matmul_sum(device, case):
+    """The batch-summed product behind a convolution's weight gradient, on each backend."""
+    nb, z, m, k, n, transposed = case
+    a, b = rand((nb, m, k)), rand((nb, k, n))
+    x = make(a, device)
+    y = make(b.transpose(0, 2, 1).copy(), device).transpose(1, 2) if transposed else make(b, device)
+    out = Tensor._empty((z, m, n), clgrad.float32, x.device)
+    backends.get(x.device).matmul_sum(out, x, y)
+    per = -(-nb // z)
+    want = np.stack([np.einsum("bmk,bkn->mn", a[i * per:(i + 1) * per].astype(np.float64),
+                               b[i * per:(i + 1) * per].astype(np.float64)) for i in range(z)])
+    np.testing.assert_allclose(out.cpu().numpy(), want, rtol=1e-4, atol=1e-4)
+
+
 def _force_tiling(monkeypatch, table):
     """Pick tilings from the ``table`` tables ('gpu' or 'cpu') whatever the device class."""
     chosen = clmatmul.tiling
-    monkeypatch.setattr(clmatmul, "tiling",
-                        lambda dev, acc, skinny=False, short=False: chosen(dev, acc, skinny, kind=table, short=short))
+    monkeypatch.setattr(clmatmul, "tiling", lambda dev, acc, skinny=False, short=False, narrow=False:
+                        chosen(dev, acc, skinny, kind=table, short=short, narrow=narrow))
 
 
 @pytest.mark.parametrize("table", ["gpu", "cpu"])
@@ -281,6 +305,13 @@ def test_simulator_clean(device, monkeypatch, capfd, table):
     a, v = rand((35,)), rand((35, 67))  # a skinny product, and a matrix @ vector one computed transposed
     check(clgrad.matmul(make(a, device), make(v, device, "transposed")), a, v)
     check(clgrad.matmul(make(v.T.copy(), device, "sliced"), make(a, device)), v.T.copy(), a)
+    for m in (10, 20):  # batch-summed products (conv weight gradients): narrow and one-row-tile tilings
+        x, y = rand((3, m, 35)), rand((3, 35, 27))
+        xt, yt = make(x, device), make(y, device, "transposed")
+        out = Tensor._empty((2, m, 27), clgrad.float32, xt.device)
+        backends.get(out.device).matmul_sum(out, xt, yt)
+        want = np.stack([x[:2].astype(np.float64).__matmul__(y[:2]).sum(0), x[2] @ y[2]])
+        np.testing.assert_allclose(out.cpu().numpy(), want, rtol=1e-4, atol=1e-4)
     clgrad.opencl.synchronize()
     err = capfd.readouterr().err
     found = [m for m in ERROR_MARKERS if m.lower() in err.lower()]

@@ -162,6 +162,16 @@ class CPUConv:
         for ki, kj in _taps(win):
             out[:, :, ki, kj] = xp[(slice(None), slice(None)) + _tap(win, ki, kj)]
 
+    def matmul_sum(self, out, a, b) -> None:
+        """out[z] (contiguous [Z, M, N]) = the sum of a[i] @ b[i] over chunk z of the batch (chunks of
+        ceil(B / Z) batches): a convolution's weight gradient, summed over the samples."""
+        from .cpu import cast, compute_np, view_of
+
+        z, per = out.shape[0], -(-a.shape[0] // max(out.shape[0], 1))
+        x, y = (view_of(t).astype(compute_np(out.dtype), copy=False) for t in (a, b))
+        parts = [np.matmul(x[i * per:(i + 1) * per], y[i * per:(i + 1) * per]).sum(0) for i in range(z)]
+        np.copyto(view_of(out), cast(np.stack(parts), out.dtype), casting="unsafe")
+
     def conv_bias(self, out, bias) -> None:
         """out [N, C, ...] (contiguous) += bias [C] per channel, computed as the elementwise add would."""
         from .cpu import view_of

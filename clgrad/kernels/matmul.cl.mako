@@ -12,7 +12,11 @@
 ## crossing the edge element by element, zero-filled past M, N and K, so any size works and K == 0 leaves
 ## the zeros the accumulators start with.
 ##
-## Render kwargs: name, ctype (storage type), acc (accumulator type), fp64, idx_t, tm, tn, tk, wm, wn, vw.
+## With bsum, out[z] = sum of a[b] @ b[b] over the batches b of chunk z ([z*per, z*per + per) clipped to NB): the
+## batch loop wraps the k loop, so the accumulators stay in registers (a convolution's weight gradient, which
+## would otherwise write and then reduce one product per sample).
+##
+## Render kwargs: name, ctype (storage type), acc (accumulator type), fp64, idx_t, tm, tn, tk, wm, wn, vw, bsum.
 <%
   lx, ly = tn // (wn * vw), tm // wm
   nt = lx * ly
@@ -110,7 +114,7 @@ void ${name}(
     __global ${ctype} *out, ${idx_t} out_off,
     __global const ${ctype} *a, ${idx_t} a_off, ${idx_t} a_sb, ${idx_t} a_sm, ${idx_t} a_sk,
     __global const ${ctype} *b, ${idx_t} b_off, ${idx_t} b_sb, ${idx_t} b_sk, ${idx_t} b_sn,
-    ${idx_t} M, ${idx_t} N, ${idx_t} K)
+    ${idx_t} M, ${idx_t} N, ${idx_t} K${", " + idx_t + " NB, " + idx_t + " per" if bsum else ""})
 {
     __local ${acc} As[${tm}][${tk + pad}];
     __local ${acc} Bs[${tk}][${tn + pad}];
@@ -118,11 +122,17 @@ void ${name}(
     const int tid = ty * ${lx} + tx;
     const ${idx_t} m0 = (${idx_t})get_group_id(1) * ${tm}, n0 = (${idx_t})get_group_id(0) * ${tn};
     const ${idx_t} batch = get_global_id(2);
-    const ${idx_t} a_base = a_off + batch * a_sb, b_base = b_off + batch * b_sb;
 % for i in range(wm):
     ${vt(vw)} ${", ".join(f"acc{i}_{j} = 0" for j in range(wn))};
 % endfor
 
+% if bsum:
+    const ${idx_t} b_end = min(batch * per + per, NB);
+    for (${idx_t} bb = batch * per; bb < b_end; ++bb) {
+    const ${idx_t} a_base = a_off + bb * a_sb, b_base = b_off + bb * b_sb;
+% else:
+    const ${idx_t} a_base = a_off + batch * a_sb, b_base = b_off + batch * b_sb;
+% endif
     for (${idx_t} k0 = 0; k0 < K; k0 += ${tk}) {
         // the branches are uniform over the work-group: only edge tiles pay for bounds checks
         if (m0 + ${tm} <= M && k0 + ${tk} <= K) {
@@ -155,6 +165,9 @@ ${copy_any("b", ("n", "k"), True)}\
         }
         barrier(CLK_LOCAL_MEM_FENCE);
     }
+% if bsum:
+    }
+% endif
 
     const ${idx_t} o_base = out_off + batch * M * N;
 % for i in range(wm):

@@ -82,6 +82,19 @@ ${plane("g")}\
         }
     }
 }
+% elif kind == "max_pool_bwd_scatter":
+// Disjoint windows (kernel extent <= stride), so each input position is the maximum of at most one output: one
+// work-item per output (ow, oh, nc) of a 3-D range writes its gradient there, into an out zeroed beforehand.
+// PoCL vectorizes this across work-items; the row-gather kernel above runs scalar (2-3x slower on MNIST).
+__kernel void ${name}(
+    __global ACC *out, __global const ${ctype} *g, ${strided.format(p="g")}, __global const long *ind, IDX ind_off,
+    IDX C, IDX HW, IDX OH, IDX OW)
+{
+    const IDX ow = (IDX)get_global_id(0), oh = (IDX)get_global_id(1), nc = (IDX)get_global_id(2);
+${plane("g")}\
+    const long i = ind[ind_off + (nc * OH + oh) * OW + ow];
+    if (i >= 0 && i < HW) out[nc * HW + i] = ${load("g", "g_plane + oh * gs2 + ow * gs3")};
+}
 % elif kind == "gather":
 // out[nc, o] = src[nc, ind[nc, o]] for a contiguous src: max-pool backward's adjoint (its double backward).
 __kernel void ${name}(

@@ -111,12 +111,40 @@ class CLConv:
     def max_pool2d_backward(self, grad_in, grad_out, indices, win) -> None:
         n, c, h, w = grad_in.shape
         acc = self._conv_acc(grad_in)
+        disjoint = (win.kh - 1) * win.dh < win.sh and (win.kw - 1) * win.dw < win.sw
+        if disjoint and self.dev(grad_in).rank >= 2 and n * c <= INT32_MAX:
+            self._max_pool_scatter(acc, grad_out, indices, win)
+            self._conv_finish(grad_in, acc)
+            return
         rows = n * c * h
         args = [_data(acc), _data(grad_out), *_strided(grad_out), _data(indices), indices._offset,
                 c, h, w, win.oh, win.ow, win.kh, win.sh, win.ph, win.dh, rows]
         self._conv_launch(self.dev(grad_in), "pool", "max_pool_bwd", grad_out.dtype, rows, args,
                      max(grad_in.numel(), grad_out._storage.size, indices._storage.size))
         self._conv_finish(grad_in, acc)
+
+    def _max_pool_scatter(self, acc, grad_out, indices, win) -> None:
+        """max-pool's backward for disjoint windows on CPU devices: zero, then one work-item per output."""
+        from ...ops.pointwise import fill
+
+        n, c, h, w = acc.shape
+        fill(acc, 0)
+        if grad_out.numel() == 0:
+            return
+        dev = self.dev(acc)
+        dt = grad_out.dtype
+        self.check_dtype(dev, dt)
+        reach = max(acc.numel(), grad_out._storage.size, indices._storage.size)
+        big = reach > INT32_MAX
+        idx_np = np.int64 if big else np.int32
+        a = _acc(dt)
+        params = dict(kind="max_pool_bwd_scatter", ctype=dt.ctype, acc=a.ctype, fp64=a is D.float64,
+                      idx_t="long" if big else "int", linear=False)
+        arg_dtypes = (None, None) + (idx_np,) * 5 + (None,) + (idx_np,) * 5
+        kernel = programs.get_kernel(dev, "pool", f"max_pool_bwd_scatter_{dt.ctype}", arg_dtypes, params)
+        kernel(dev.queue, (win.ow, win.oh, n * c), None, _data(acc), _data(grad_out), *_strided(grad_out),
+               _data(indices), indices._offset, c, h * w, win.oh, win.ow)
+        acc._storage.version += 1
 
     def pool_gather(self, out, src, indices) -> None:
         """``src`` must be contiguous (this only serves max-pool's double backward)."""
