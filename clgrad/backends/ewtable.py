@@ -286,6 +286,14 @@ OPS: dict[str, EwOp] = {
     "lerp": EwOp(3, "fabs(c) < K(0.5) ? a + c * (b - a) : b + (c - (T)1) * (b - a)", _np_lerp, allow="f"),
     "addcmul": EwOp(4, "a + d * b * c", lambda a, b, c, d: a + d * b * c, allow=_NUM),
     "addcdiv": EwOp(4, "a + d * b / c", lambda a, b, c, d: a + d * b / c, allow="f"),
+    # a recurrent layer's step (nn.RNN): act(x_gates + (h @ W_hh^T + b_hh)), rounding like the composed ops, and
+    # its backward: (grad from the output + grad from the next step) * act'(h)
+    "rnn_tanh": EwOp(3, "tanh(a + (b + c))", lambda a, b, c: np.tanh(a + (b + c)), allow="f"),
+    "rnn_relu": EwOp(3, "(a + (b + c)) < 0 ? (T)0 : a + (b + c)",
+                     lambda a, b, c: np.maximum(a + (b + c), a.dtype.type(0)), allow="f"),
+    "rnn_tanh_backward": EwOp(3, "(a + b) * ((T)1 - c * c)", lambda a, b, c: (a + b) * (1 - c * c), allow="f"),
+    "rnn_relu_backward": EwOp(3, "c <= 0 ? (T)0 : a + b", lambda a, b, c: np.where(c <= 0, a.dtype.type(0), a + b),
+                              allow="f"),
     # rtol, atol are c, d
     "isclose": EwOp(4, "close_to(a, b, c, d)", _np_isclose(False), predicate=True, allow="f"),
     "isclose_nan": EwOp(4, "close_to(a, b, c, d) || (isnan(a) && isnan(b))", _np_isclose(True), predicate=True,

@@ -13,6 +13,7 @@ import clgrad.nn.functional as F
 from clgrad.autograd import gradcheck
 from clgrad.nn.modules import activation_mha as A
 from clgrad.nn.modules import rnn as R
+from tests.conftest import fp64_ok
 
 torch = pytest.importorskip("torch")
 
@@ -342,3 +343,33 @@ def test_multihead_attention_dropout_only_in_training(device):
     a, b = (mha(x, x, x)[1].detach().cpu().numpy() for _ in range(2))
     np.testing.assert_array_equal(a, b)
     np.testing.assert_allclose(a.sum(-1), np.ones((2, 5)), rtol=1e-5)
+
+
+@pytest.mark.parametrize("act,reverse,bias", [("tanh", False, True), ("relu", False, True), ("tanh", True, False),
+                                              ("relu", True, False)])
+def test_elman_sequence_matches_the_composed_cell(device, act, reverse, bias):
+    """nn.RNN's fused sequence node against the per-step composed cell it replaces: outputs, every gradient
+    (gates, initial state, weight, bias), and gradcheck in float64."""
+    if device != "cpu" and not fp64_ok(device):
+        pytest.skip("the device lacks cl_khr_fp64")
+    rng = np.random.default_rng(7)
+    shapes = [(5, 2, 3), (2, 3), (3, 3)] + ([(3,)] if bias else [])
+    make_inputs = lambda: [clgrad.tensor(rng.standard_normal(s) * 0.7, device=device, requires_grad=True)  # noqa: E731
+                           for s in shapes]
+    inputs = make_inputs()
+    gi, h0, w_hh = inputs[:3]
+    b_hh = inputs[3] if bias else None
+    fused = R._ElmanSequence.apply(gi, h0, w_hh, b_hh, act, reverse)
+    twins = [x.detach().clone().requires_grad_() for x in inputs]
+    h, outs = twins[1], [None] * 5
+    for t in (range(4, -1, -1) if reverse else range(5)):
+        h = outs[t] = R._step(f"RNN_{act.upper()}", twins[0][t], h, twins[2], twins[3] if bias else None)
+    composed = clgrad.stack(outs)
+    np.testing.assert_allclose(fused.detach().cpu().numpy(), composed.detach().cpu().numpy(), rtol=1e-12, atol=1e-12)
+    weights = clgrad.tensor(rng.standard_normal((5, 2, 3)), device=device)
+    (fused * weights).sum().backward()
+    (composed * weights).sum().backward()
+    for x, twin in zip(inputs, twins):
+        np.testing.assert_allclose(x.grad.cpu().numpy(), twin.grad.cpu().numpy(), rtol=1e-10, atol=1e-12)
+    assert gradcheck(lambda *xs: R._ElmanSequence.apply(xs[0], xs[1], xs[2], xs[3] if bias else None, act, reverse),
+                     make_inputs())
