@@ -175,3 +175,12 @@ def test_mnist_example_distributed(tmp_path):
     assert rc == 0, out[-3000:]
     assert out.count("Test set: average loss") == 1, out[-3000:]
     assert (tmp_path / "mnist.safetensors").exists()
+
+
+def test_scaling_benchmark_runs():
+    """bench/distributed.py (DDP scaling of the MNIST CNN from 1 to 2 ranks) in a tiny configuration."""
+    proc = subprocess.run([sys.executable, str(ROOT / "bench" / "distributed.py"), "--devices", "cpu", "--ranks", "1",
+                           "2", "--modes", "weak", "--steps", "2"], capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    rows = [line.split() for line in proc.stdout.splitlines() if line.startswith("cpu")]
+    assert [r[2] for r in rows] == ["1", "2"] and float(rows[0][7]) == 1.0
