@@ -11,6 +11,8 @@ from . import pointwise as P
 _OWN_FRONT_END = {"identity", "add", "sub", "div", "trunc_divide", "gelu", "gelu_tanh", "silu", "elu", "leaky_relu",
                   "softplus", "hardtanh", "hardsigmoid", "hardswish", "mish", "logsigmoid", "logit", "clamp_min",
                   "clamp_max", "nan_to_num", "lerp", "addcmul", "addcdiv", "isclose", "isclose_nan"}
+# the recurrent layers' fused steps are internal kernels (nn/modules/rnn.py)
+_OWN_FRONT_END |= {name for name in OPS if name.startswith(("rnn_", "lstm_"))}
 UNARY = [name for name, e in OPS.items() if e.arity == 1 and name not in _OWN_FRONT_END]
 BINARY = [name for name, e in OPS.items() if e.arity == 2 and name not in _OWN_FRONT_END]
 

@@ -373,3 +373,31 @@ def test_elman_sequence_matches_the_composed_cell(device, act, reverse, bias):
         np.testing.assert_allclose(x.grad.cpu().numpy(), twin.grad.cpu().numpy(), rtol=1e-10, atol=1e-12)
     assert gradcheck(lambda *xs: R._ElmanSequence.apply(xs[0], xs[1], xs[2], xs[3] if bias else None, act, reverse),
                      make_inputs())
+
+
+@pytest.mark.parametrize("reverse,bias", [(False, True), (True, False)])
+def test_lstm_sequence_matches_the_composed_cell(device, reverse, bias):
+    """nn.LSTM's fused sequence node against the composed cell: outputs, final c, every gradient, gradcheck."""
+    if device != "cpu" and not fp64_ok(device):
+        pytest.skip("the device lacks cl_khr_fp64")
+    rng = np.random.default_rng(8)
+    shapes = [(4, 2, 12), (2, 3), (2, 3), (12, 3)] + ([(12,)] if bias else [])
+    make_inputs = lambda: [clgrad.tensor(rng.standard_normal(s) * 0.7, device=device, requires_grad=True)  # noqa: E731
+                           for s in shapes]
+    inputs = make_inputs()
+    hs, cs = R._LSTMSequence.apply(*inputs[:4], inputs[4] if bias else None, reverse)
+    twins = [x.detach().clone().requires_grad_() for x in inputs]
+    state, houts, couts = (twins[1], twins[2]), [None] * 4, [None] * 4
+    for t in (range(3, -1, -1) if reverse else range(4)):
+        state = R._step("LSTM", twins[0][t], state, twins[3], twins[4] if bias else None)
+        houts[t], couts[t] = state
+    h_ref, c_ref = clgrad.stack(houts), clgrad.stack(couts)
+    for a, b in ((hs, h_ref), (cs, c_ref)):
+        np.testing.assert_allclose(a.detach().cpu().numpy(), b.detach().cpu().numpy(), rtol=1e-12, atol=1e-12)
+    wh, wc = (clgrad.tensor(rng.standard_normal((4, 2, 3)), device=device) for _ in range(2))
+    ((hs * wh).sum() + (cs[0 if reverse else -1] * wc[0]).sum()).backward()
+    ((h_ref * wh).sum() + (c_ref[0 if reverse else -1] * wc[0]).sum()).backward()
+    for x, twin in zip(inputs, twins):
+        np.testing.assert_allclose(x.grad.cpu().numpy(), twin.grad.cpu().numpy(), rtol=1e-10, atol=1e-12)
+    assert gradcheck(lambda *xs: R._LSTMSequence.apply(*xs[:4], xs[4] if bias else None, reverse)[0].sum(0)
+                     + R._LSTMSequence.apply(*xs[:4], xs[4] if bias else None, reverse)[1].sum(0), make_inputs())

@@ -106,6 +106,60 @@ class _ElmanSequence(Function):
         return dz, dh, grad_w, grad_b, None, None
 
 
+class _LSTMSequence(Function):
+    """A whole LSTM sequence (one layer, one direction, no projection) in one autograd node. Per time step:
+    one matmul, then fused kernels for the gate pre-activations, c' = sig(f) c + sig(i) tanh(g) and
+    h' = sig(o) tanh(c'), rounding like the composed cell; backward: the gates' gradients in fused kernels and
+    one matmul per step, the weight and bias gradients of all steps as one matmul and one sum at the end. Its
+    backward is not differentiable again (as cuDNN's LSTM in PyTorch)."""
+
+    @staticmethod
+    def forward(ctx, gi, h0, c0, w_hh, b_hh, reverse: bool):
+        L, hidden = gi.shape[0], h0.shape[-1]
+        steps = range(L - 1, -1, -1) if reverse else range(L)
+        new = lambda shape: creation.empty(shape, dtype=gi.dtype, device=gi.device)  # noqa: E731
+        pre, hs, cs = new(gi.shape), new((L,) + tuple(h0.shape)), new((L,) + tuple(c0.shape))
+        w_t, h, c = w_hh.t(), h0, c0
+        for t in steps:
+            P.apply("rnn_pre", gi[t], h.matmul(w_t), 0.0 if b_hh is None else b_hh, out=pre[t])
+            i, f, g, o = (pre[t].narrow(1, k * hidden, hidden) for k in range(4))
+            P.apply("lstm_c", i, f, g, c, out=cs[t])
+            P.apply("lstm_h", o, cs[t], out=hs[t])
+            h, c = hs[t], cs[t]
+        ctx.save_for_backward(h0, c0, w_hh, pre, hs, cs)
+        ctx.reverse, ctx.has_bias = reverse, b_hh is not None
+        return hs, cs
+
+    @staticmethod
+    @once_differentiable
+    def backward(ctx, grad_h, grad_c):
+        h0, c0, w_hh, pre, hs, cs = ctx.saved_tensors
+        L, hidden = hs.shape[0], hs.shape[-1]
+        zeros = lambda shape: creation.zeros(shape, dtype=hs.dtype, device=hs.device)  # noqa: E731
+        grad_h = zeros(hs.shape) if grad_h is None else grad_h
+        grad_c = zeros(cs.shape) if grad_c is None else grad_c
+        dpre = creation.empty(pre.shape, dtype=pre.dtype, device=pre.device)
+        dh, dc_next = zeros(h0.shape), zeros(c0.shape)
+        first = L - 1 if ctx.reverse else 0
+        for t in (range(L) if ctx.reverse else range(L - 1, -1, -1)):
+            c_prev = c0 if t == first else cs[t + 1 if ctx.reverse else t - 1]
+            i, f, g, o = (pre[t].narrow(1, k * hidden, hidden) for k in range(4))
+            di, df, dg, do = (dpre[t].narrow(1, k * hidden, hidden) for k in range(4))
+            dh = grad_h[t] + dh
+            P.apply("lstm_do", dh, cs[t], o, out=do)
+            dc = P.apply("lstm_dc", grad_c[t] + dc_next, dh, o, cs[t])
+            P.apply("lstm_di", dc, g, i, out=di)
+            P.apply("lstm_df", dc, c_prev, f, out=df)
+            P.apply("lstm_dg", dc, i, g, out=dg)
+            dc_next = P.apply("lstm_dcprev", dc, f)
+            dh = dpre[t].matmul(w_hh)
+        prev = cat([hs[1:], h0.unsqueeze(0)]) if ctx.reverse else cat([h0.unsqueeze(0), hs[:-1]])
+        flat = dpre.reshape(-1, dpre.shape[-1])
+        grad_w = flat.t().matmul(prev.reshape(-1, prev.shape[-1])) if ctx.needs_input_grad[3] else None
+        grad_b = flat.sum(0) if ctx.has_bias and ctx.needs_input_grad[4] else None
+        return dpre, dh, dc_next, grad_w, grad_b, None
+
+
 def _check_nonlinearity(nonlinearity: str) -> str:
     if nonlinearity not in ("tanh", "relu"):
         raise ValueError(f"Unknown nonlinearity '{nonlinearity}'. Select from 'tanh' or 'relu'.")
@@ -290,6 +344,10 @@ class RNNBase(Module):
         if self.mode in ("RNN_TANH", "RNN_RELU") and gi.dtype.is_floating_point:
             out = _ElmanSequence.apply(gi, state, w_hh, b_hh, self.mode[4:].lower(), bool(suffix))
             return out, out[0 if suffix else -1]
+        if self.mode == "LSTM" and w_hr is None and gi.dtype.is_floating_point:
+            hs, cs = _LSTMSequence.apply(gi, state[0], state[1], w_hh, b_hh, bool(suffix))
+            last = 0 if suffix else -1
+            return hs, (hs[last], cs[last])
         steps = range(x.shape[0] - 1, -1, -1) if suffix else range(x.shape[0])
         outputs = [None] * x.shape[0]
         for t in steps:
