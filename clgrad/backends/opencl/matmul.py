@@ -73,6 +73,11 @@ def tiling(dev, acc: str, skinny: bool = False, kind: str | None = None, short: 
     if short and not skinny and kind == "cpu":
         suffix = "_short_narrow" if narrow else "_short"
     table = TILINGS[kind + suffix]
+    from . import autotune  # autotune imports this module
+
+    t = autotune.tuned(dev, kind + suffix, acc)
+    if t is not None:
+        return t
     for t in table:
         lx, ly, _ = t.local_size
         if lx * ly <= dev.props.max_work_group_size and t.local_bytes(acc) <= dev.props.local_memory:
