@@ -7,6 +7,7 @@
 """
 from __future__ import annotations
 
+import faulthandler
 import os
 
 import numpy as np
@@ -64,3 +65,12 @@ def pytest_report_header(config):
 
 def fp64_ok(device) -> bool:
     return device == "cpu" or clgrad.opencl.get_device_properties(device).fp64
+
+
+def pytest_configure(config):
+    """``CLGRAD_FAULT_LOG=PREFIX``: each process (each xdist worker) writes the Python stacks of all its threads to
+    PREFIX.<worker> if it crashes, which xdist otherwise reports only as "worker crashed"."""
+    prefix = os.environ.get("CLGRAD_FAULT_LOG")
+    if prefix:
+        log = open(f"{prefix}.{os.environ.get('PYTEST_XDIST_WORKER', 'main')}", "w")  # noqa: SIM115 - open for life
+        faulthandler.enable(log, all_threads=True)
