@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 
 import clgrad
+import clgrad.nn.functional as F
 from clgrad import backends
 from clgrad.backends.opencl import matmul as clmatmul
 from clgrad.tensor import Tensor
@@ -316,3 +317,29 @@ def test_simulator_clean(device, monkeypatch, capfd, table):
     err = capfd.readouterr().err
     found = [m for m in ERROR_MARKERS if m.lower() in err.lower()]
     assert not found, f"the OpenCL runtime reported {found}:\n{err[:4000]}"
+
+
+@pytest.mark.parametrize("table", ["gpu", "cpu"])
+@pytest.mark.parametrize("x_shape,out_features,dtype", [((5, 7), 13, "float32"), ((2, 3, 40), 70, "float32"),
+                                                        ((33,), 17, "float32"), ((0, 4), 6, "float32"),
+                                                        ((9, 20), 130, "float64")], ids=str)
+def test_linear_bias_fused_in_the_product(device, monkeypatch, table, x_shape, out_features, dtype):
+    """F.linear adds its bias in the matmul kernel's store: bit-identical to the product followed by an add (the
+    same roundings), for both tilings (vector and scalar stores), tails, 1-D and batched inputs, and no rows."""
+    if device == "cpu" and table == "gpu":
+        pytest.skip("tiling tables are an OpenCL matter")
+    if dtype == "float64" and not fp64_ok(device):
+        pytest.skip("the device lacks cl_khr_fp64")
+    if device != "cpu":
+        _force_tiling(monkeypatch, table)
+    rng = np.random.default_rng(3)
+    x = clgrad.tensor(rng.standard_normal(x_shape), dtype=getattr(clgrad, dtype), device=device)
+    w = clgrad.tensor(rng.standard_normal((out_features, x_shape[-1])), dtype=x.dtype, device=device)
+    b = clgrad.tensor(rng.standard_normal(out_features), dtype=x.dtype, device=device)
+    fused = F.linear(x, w, b)
+    two_steps = clgrad.matmul(x, w.t()) + b
+    assert fused.shape == two_steps.shape and fused.dtype is x.dtype
+    np.testing.assert_array_equal(fused.cpu().numpy(), two_steps.cpu().numpy())
+    strided_bias = clgrad.tensor(rng.standard_normal(2 * out_features), dtype=x.dtype, device=device)[::2]
+    np.testing.assert_array_equal(F.linear(x, w, strided_bias).cpu().numpy(),
+                                  (clgrad.matmul(x, w.t()) + strided_bias).cpu().numpy())

@@ -7,8 +7,8 @@ from .. import dtypes as D
 
 
 class CPUMatmul:
-    def matmul(self, out, a, b) -> None:
-        """out[i] = a[i] @ b[i] for a [B, M, K], b [B, K, N] of any strides and out contiguous [B, M, N].
+    def matmul(self, out, a, b, bias=None) -> None:
+        """out[i] = a[i] @ b[i] (+ bias [N]) for a [B, M, K], b [B, K, N] of any strides and out contiguous [B, M, N].
 
         Same arithmetic as the OpenCL kernel: float16 accumulates in float32; integers wrap around in
         their own width (summed in uint64, whose wrap-around numpy defines, then truncated).
@@ -25,3 +25,5 @@ class CPUMatmul:
         with np.errstate(all="ignore"):
             result = np.matmul(x, y)
         np.copyto(view_of(out), cast(result, dt), casting="unsafe")
+        if bias is not None:  # rounded to the output dtype first, then added, as the kernel's store does
+            self.elementwise("add", out, [out, bias.expand(out.shape)], dt)

@@ -114,7 +114,7 @@ void ${name}(
     __global ${ctype} *out, ${idx_t} out_off,
     __global const ${ctype} *a, ${idx_t} a_off, ${idx_t} a_sb, ${idx_t} a_sm, ${idx_t} a_sk,
     __global const ${ctype} *b, ${idx_t} b_off, ${idx_t} b_sb, ${idx_t} b_sk, ${idx_t} b_sn,
-    ${idx_t} M, ${idx_t} N, ${idx_t} K${", " + idx_t + " NB, " + idx_t + " per" if bsum else ""})
+    ${idx_t} M, ${idx_t} N, ${idx_t} K${", " + idx_t + " NB, " + idx_t + " per" if bsum else ""}${", __global const " + ctype + " *bias, " + idx_t + " bias_off" if bias else ""})
 {
     __local ${acc} As[${tm}][${tk + pad}];
     __local ${acc} Bs[${tk}][${tn + pad}];
@@ -180,6 +180,9 @@ ${copy_any("b", ("n", "k"), True)}\
                 const ${idx_t} o = o_base + m * N + n;
 %     if vw > 1:
                 if (n + ${vw} <= N) {
+%       if bias:
+                    acc${i}_${j} += vload${vw}(0, bias + bias_off + n);  /* linear's bias, fused (float/double) */
+%       endif
 %       if half:
                     vstore_half${vw}_rte(acc${i}_${j}, 0, out + o);
 %       elif ctype == acc:
@@ -191,6 +194,9 @@ ${copy_any("b", ("n", "k"), True)}\
                     ${acc} part[${vw}];
                     vstore${vw}(acc${i}_${j}, 0, part);
                     for (int v = 0; v < ${vw} && n + v < N; ++v) {
+%       if bias:
+                        part[v] += bias[bias_off + n + v];
+%       endif
 %       if half:
                         vstore_half_rte(part[v], o + v, out);
 %       else:
@@ -200,6 +206,8 @@ ${copy_any("b", ("n", "k"), True)}\
                 }
 %     elif half:
                 if (n < N) vstore_half_rte(acc${i}_${j}, o, out);
+%     elif bias:
+                if (n < N) out[o] = (${ctype})(acc${i}_${j} + bias[bias_off + n]);
 %     else:
                 if (n < N) out[o] = (${ctype})acc${i}_${j};
 %     endif

@@ -204,6 +204,18 @@ def matmul(input, other):
     return _batched(input, other)
 
 
+def matmul_bias(x, w_t, bias):
+    """``x @ w_t + bias`` for x [*, K], w_t [K, N] and bias [N] (nn's linear), the bias added in the product's store
+    instead of a second kernel. Untracked: the caller records autograd (``nnops.Linear``)."""
+    from ..tensor import Tensor
+
+    lead = tuple(x.shape[:-1])
+    rows = x.reshape(1, math.prod(lead), x.shape[-1])  # a view when x's rows are laid out evenly, else a copy
+    out = Tensor._empty((1, rows.shape[1], w_t.shape[1]), x.dtype, x.device)
+    backends.get(x.device).matmul(out, rows, S.unsqueeze(w_t, 0), bias)
+    return out.reshape(lead + (w_t.shape[1],))
+
+
 def _matmul_method(self, other):
     return matmul(self, other) if P.is_tensor(other) else NotImplemented
 

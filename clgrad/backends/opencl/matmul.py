@@ -98,9 +98,10 @@ def _strides(t) -> list:
 
 
 class CLMatmul:
-    def matmul(self, out, a, b) -> None:
-        """out[i] = a[i] @ b[i] for a [B, M, K], b [B, K, N] of any strides and out contiguous [B, M, N]."""
-        self._matmul(out, a, b, 0)
+    def matmul(self, out, a, b, bias=None) -> None:
+        """out[i] = a[i] @ b[i] (+ bias) for a [B, M, K], b [B, K, N] of any strides, out contiguous [B, M, N]
+        and an optional contiguous float32/64 ``bias`` [N] added in the kernel's store (linear's bias)."""
+        self._matmul(out, a, b, 0, bias)
 
     def matmul_sum(self, out, a, b) -> None:
         """out[z] = the sum of a[i] @ b[i] over chunk z of the batch (chunks of ceil(B / Z) batches), for out
@@ -108,7 +109,7 @@ class CLMatmul:
         nb, z = a.shape[0], out.shape[0]
         self._matmul(out, a, b, -(-nb // z) if nb else 1)
 
-    def _matmul(self, out, a, b, per: int) -> None:
+    def _matmul(self, out, a, b, per: int, bias=None) -> None:
         """matmul (``per`` 0) or matmul_sum with ``per`` batches per chunk of out."""
         nb, m, k = a.shape
         n = b.shape[2]
@@ -120,6 +121,11 @@ class CLMatmul:
         if dt is D.bool:
             raise NotImplementedError(f"'matmul' is not implemented for dtype bool on device {out.device}")
         nz = out.shape[0]
+        if bias is not None and (n == 1 and m > 1 or dt not in (D.float32, D.float64) or bias.dtype is not dt
+                                 or not bias.is_contiguous()):
+            self._matmul(out, a, b, per)  # no fused form: the product, then the bias as an elementwise add
+            self.elementwise("add", out, [out, bias.expand(out.shape)], dt)
+            return
         if n == 1 and m > 1:
             # matrix @ vector: compute out^T = b^T @ a^T (the same memory), so the long dim is the one
             # work-items run along
@@ -138,14 +144,18 @@ class CLMatmul:
             # on PoCL a 250x20x4096 product took 1.6 ms with tk 64 and 0.6 ms with tk 32. One bucket only, so
             # a product over a growing K (a recurrent layer's weight gradient over L*N rows) adds one kernel at most
             t = t._replace(tk=32)
-        big = max(_reach(a, (0, t.tm, t.tk)), _reach(b, (0, t.tk, t.tn)), _reach(out, (0, t.tm, t.tn))) > INT32_MAX
+        big = max(_reach(a, (0, t.tm, t.tk)), _reach(b, (0, t.tk, t.tn)), _reach(out, (0, t.tm, t.tn)),
+                  0 if bias is None else bias._offset + n + t.tn) > INT32_MAX
         idx_np = np.int64 if big else np.int32
         a_sb, a_sm, a_sk = _strides(a)
         b_sb, b_sk, b_sn = _strides(b)
         params = dict(ctype=dt.ctype, acc=acc, fp64=dt is D.float64, idx_t="long" if big else "int", bsum=per > 0,
-                      **t._asdict())
+                      bias=bias is not None, **t._asdict())
         arg_dtypes = (None, idx_np) + (None, idx_np, idx_np, idx_np, idx_np) * 2 + (idx_np,) * (5 if per else 3)
-        kernel = programs.get_kernel(dev, "matmul", f"matmul{'_sum' if per else ''}_{dt.ctype}", arg_dtypes, params)
+        arg_dtypes += (None, idx_np) if bias is not None else ()
+        extra = (bias._storage.data, bias._offset) if bias is not None else ()
+        kernel = programs.get_kernel(dev, "matmul", f"matmul{'_sum' if per else ''}{'_bias' if bias is not None else ''}_{dt.ctype}",
+                                     arg_dtypes, params)
         lx, ly, _ = t.local_size
         grid = (-(-n // t.tn) * lx, -(-m // t.tm) * ly)
         if per:  # a_sb/b_sb step the batch loop inside the kernel; the 3rd dimension counts chunks
@@ -163,5 +173,5 @@ class CLMatmul:
                 out._storage.data, out._offset + start * m * n,
                 a._storage.data, a._offset + start * a_sb, a_sb, a_sm, a_sk,
                 b._storage.data, b._offset + start * b_sb, b_sb, b_sk, b_sn,
-                m, n, k,
+                m, n, k, *extra,
             )
