@@ -93,3 +93,29 @@ def test_the_cache_is_bounded(device, monkeypatch):
     for n in range(1, 12):
         assert_close(clgrad.ones(n, device=device) + t, np.full(n, 2.0, np.float32))
     assert len(pointwise._PLANS) <= 4
+
+
+def test_threads_launching_the_same_kernel(device):
+    """Several threads run the same ops (so the same cached kernels and launchers) on their own tensors at once:
+    launches are serialized per kernel, so no thread enqueues another's arguments."""
+    import threading
+
+    errors = []
+
+    def work(k: int) -> None:
+        try:
+            x = clgrad.full((257,), float(k), device=device)
+            for _ in range(100):
+                y = (x * 2 + 1).sum()
+                if y.item() != 257 * (2 * k + 1):
+                    errors.append((k, y.item()))
+                    return
+        except Exception as exc:  # reported below: an exception in a thread would otherwise vanish
+            errors.append((k, repr(exc)))
+
+    threads = [threading.Thread(target=work, args=(k,)) for k in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors

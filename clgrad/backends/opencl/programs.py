@@ -13,6 +13,7 @@ from __future__ import annotations
 import hashlib
 import os
 import tempfile
+import threading
 import time
 import warnings
 from pathlib import Path
@@ -54,8 +55,27 @@ def get_kernel(dev: runtime.CLDevice, template: str, name: str, arg_dtypes: tupl
         program = _build(dev, source, name)
         kernel = cl.Kernel(program, name)
         kernel.set_scalar_arg_dtypes(list(arg_dtypes))
-        dev.kernels[key] = kernel
+        kernel = dev.kernels[key] = LockedKernel(kernel)
     return kernel if _recorder is None else RecordedKernel(kernel, name, dev)
+
+
+class LockedKernel:
+    """A kernel whose launches are serialized. pyopencl sets a launch's arguments on the shared ``Kernel`` object
+    and then enqueues it (``clSetKernelArg`` is the one OpenCL call that is not thread-safe), so two threads
+    launching the same kernel at once (DataLoader workers, a user's threads) could enqueue each other's
+    arguments. An uncontended lock costs well under a microsecond."""
+
+    __slots__ = ("kernel", "lock")
+
+    def __init__(self, kernel):
+        self.kernel, self.lock = kernel, threading.Lock()
+
+    def __call__(self, *args, **kwargs):
+        with self.lock:
+            return self.kernel(*args, **kwargs)
+
+    def __getattr__(self, attr):
+        return getattr(self.kernel, attr)
 
 
 class RecordedKernel:
