@@ -381,3 +381,12 @@ def test_edge_shapes(device, shape):
         assert t.clone().shape == shape and t.contiguous().shape == shape
         assert t.to("cpu").shape == shape and t.to(clgrad.int32).tolist() == expected.astype(np.int32).tolist()
         assert t.view(-1).shape == (expected.size,) if expected.size else True
+
+
+def test_filled_tensors_start_at_version_zero(device):
+    """zeros/ones/full are creations, not in-place writes: their version counter starts at 0, as in PyTorch, and
+    the first in-place write makes it 1."""
+    for t in (clgrad.zeros(3, device=device), clgrad.ones(2, 2, device=device), clgrad.full((2,), 7, device=device)):
+        assert t._version == 0
+        t.add_(1)
+        assert t._version == 1

@@ -249,6 +249,14 @@ def _creation_args(size, dtype, device, default=None):
     return shape, dt, resolve(device)
 
 
+def _filled(t, value):
+    """A new tensor set to ``value``: the fill is its creation, not an in-place write, so its version stays 0
+    (as PyTorch's ``zeros``/``ones``/``full``)."""
+    P.fill(t, value)
+    t._storage.version = 0
+    return t
+
+
 def _finish(t, requires_grad):
     if requires_grad:
         t.requires_grad_(True)
@@ -267,13 +275,13 @@ def zeros(*size, dtype=None, device=None, requires_grad=False, **kwargs):
     if any(n < 0 for n in shape):
         raise RuntimeError("zeros: Dimension size must be non-negative.")
     shape, dt, dev = _creation_args(shape, dtype, device)
-    return _finish(P.fill(_tensor_cls()._empty(shape, dt, dev), 0), requires_grad)
+    return _finish(_filled(_tensor_cls()._empty(shape, dt, dev), 0), requires_grad)
 
 
 def ones(*size, dtype=None, device=None, requires_grad=False, **kwargs):
     """A tensor of ones: ``clgrad.ones(2, 3)``."""
     shape, dt, dev = _creation_args(_size_arg("ones", size, kwargs), dtype, device)
-    return _finish(P.fill(_tensor_cls()._empty(shape, dt, dev), 1), requires_grad)
+    return _finish(_filled(_tensor_cls()._empty(shape, dt, dev), 1), requires_grad)
 
 
 def _fill_value(value, fn: str = "full"):
@@ -292,7 +300,7 @@ def full(size, fill_value, dtype=None, device=None, requires_grad=False, **kwarg
         dtype = D.scalar_dtype(fill_value)
     shape, dt, dev = _creation_args((size,), dtype, device)
     check_fill_value(fill_value, dt)
-    return _finish(P.fill(_tensor_cls()._empty(shape, dt, dev), fill_value), requires_grad)
+    return _finish(_filled(_tensor_cls()._empty(shape, dt, dev), fill_value), requires_grad)
 
 
 def _like(name, value):
