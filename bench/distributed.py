@@ -29,26 +29,12 @@ def worker(args) -> None:
 
     import clgrad
     import clgrad.distributed as dist
-    import clgrad.nn as nn
     import clgrad.nn.functional as F
     from clgrad.nn.parallel import DistributedDataParallel as DDP
     from clgrad.nn.parallel import reducer as R
 
-    class Net(nn.Module):  # examples/mnist.py's model
-        def __init__(self):
-            super().__init__()
-            self.conv1 = nn.Conv2d(1, 10, kernel_size=5)
-            self.conv2 = nn.Conv2d(10, 20, kernel_size=5)
-            self.conv2_drop = nn.Dropout2d()
-            self.fc1 = nn.Linear(320, 50)
-            self.fc2 = nn.Linear(50, 10)
-
-        def forward(self, x):
-            x = F.relu(F.max_pool2d(self.conv1(x), 2))
-            x = F.relu(F.max_pool2d(self.conv2_drop(self.conv2(x)), 2))
-            x = F.relu(self.fc1(x.view(-1, 320)))
-            x = F.dropout(x, training=self.training)
-            return F.log_softmax(self.fc2(x), dim=1)
+    sys.path.insert(0, str(ROOT / "examples"))
+    from mnist import Net  # the example's model, with its classic dropouts
 
     comm = {"s": 0.0}
     finalize, mark = R.Reducer._finalize, R.Reducer._mark_ready
@@ -68,7 +54,7 @@ def worker(args) -> None:
     dev = args.device
     rows = args.batch if args.mode == "weak" else args.batch // n
     clgrad.manual_seed(r)
-    model = DDP(Net().to(dev))
+    model = DDP(Net(classic=True).to(dev))
     opt = clgrad.optim.SGD(model.parameters(), lr=0.01, momentum=0.5)
     rng = np.random.RandomState(r)
     x = clgrad.tensor(rng.randn(rows, 1, 28, 28).astype(np.float32), device=dev)

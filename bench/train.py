@@ -56,7 +56,8 @@ def step_fn(model, opt, loss_fn, x, y):
 
 
 def mnist_step(lib, device, batch):
-    model = (ClgradNet() if lib is clgrad else torch_net(lib)).to(device)
+    # classic=True: the example's own dropouts, the same net torch_net builds
+    model = (ClgradNet(classic=True) if lib is clgrad else torch_net(lib)).to(device)
     x = lib.tensor(rand((batch, 1, 28, 28), 1), device=device)
     y = lib.tensor(rng(2).integers(0, 10, batch), device=device)
     opt = lib.optim.SGD(model.parameters(), lr=0.01, momentum=0.5)

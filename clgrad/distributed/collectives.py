@@ -124,6 +124,16 @@ def _same_kind(t: Tensor, like: Tensor, what: str, i: int) -> None:
                            f"{like.numel()} of {like.dtype}; every rank's tensors must match")
 
 
+def _per_rank(tensors, like: Tensor, n: int, what: str, name: str) -> None:
+    """``tensors`` is a list of one tensor per rank, each shaped and typed like ``like``."""
+    if not isinstance(tensors, (list, tuple)) or len(tensors) != n:
+        got = len(tensors) if isinstance(tensors, (list, tuple)) else type(tensors).__name__
+        raise RuntimeError(f"{what}: {name} must hold one tensor per rank (expected {n}, got {got})")
+    for i, t in enumerate(tensors):
+        _check_tensor(t, name)
+        _same_kind(t, like, what, i)
+
+
 # ---- collectives ---------------------------------------------------------------------------------------
 def all_reduce(tensor, op=ReduceOp.SUM, group=None, async_op: bool = False):
     """Combine ``tensor`` over every rank with ``op``, in place on each.
@@ -179,12 +189,7 @@ def all_gather(tensor_list, tensor, group=None, async_op: bool = False):
         return None
     _check_tensor(tensor, "tensor")
     n = pg.size()
-    if not isinstance(tensor_list, (list, tuple)) or len(tensor_list) != n:
-        got = len(tensor_list) if isinstance(tensor_list, (list, tuple)) else type(tensor_list).__name__
-        raise RuntimeError(f"all_gather: tensor_list must hold one tensor per rank (expected {n}, got {got})")
-    for i, out in enumerate(tensor_list):
-        _check_tensor(out, "tensor_list")
-        _same_kind(out, tensor, "all_gather", i)
+    _per_rank(tensor_list, tensor, n, "all_gather", "tensor_list")
     send, _ = _stage(tensor, np.dtype(tensor.dtype.np))
     recv = np.empty((n, tensor.numel()), tensor.dtype.np)
     req = pg.comm.Iallgather(_bytes(send), _bytes(recv))
@@ -217,13 +222,7 @@ def reduce_scatter(output, input_list, op=ReduceOp.SUM, group=None, async_op: bo
     if pg is None:
         return None
     _check_tensor(output, "output")
-    n = pg.size()
-    if not isinstance(input_list, (list, tuple)) or len(input_list) != n:
-        got = len(input_list) if isinstance(input_list, (list, tuple)) else type(input_list).__name__
-        raise RuntimeError(f"reduce_scatter: input_list must hold one tensor per rank (expected {n}, got {got})")
-    for i, x in enumerate(input_list):
-        _check_tensor(x, "input_list")
-        _same_kind(x, output, "reduce_scatter", i)
+    _per_rank(input_list, output, pg.size(), "reduce_scatter", "input_list")
     wire = _wire(output.dtype, True)
     send = np.concatenate([np.ascontiguousarray(x._host(), dtype=wire).reshape(-1) for x in input_list])
     return _reduce_scatter(output, send, op, pg, async_op, "reduce_scatter")
