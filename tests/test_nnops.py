@@ -103,6 +103,30 @@ def test_softmax_stability_and_special_values(device):
             np.testing.assert_allclose(got.cpu().numpy(), expected, rtol=1e-6, atol=1e-6, equal_nan=True)
 
 
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_softmax_special_values_vector_rows(device, dtype):
+    """Rows of 37 (CPU devices run rows of 16 or more in vectors, with a scalar tail): a NaN, +inf or -inf in
+    the vector part or in the tail, rows of only -inf, and huge logits, forward and backward."""
+    _skip_fp64(device, dtype)
+    rows = np.random.default_rng(3).normal(0, 3, (10, 37)).astype(dtype)
+    for r, (col, v) in enumerate([(3, np.nan), (35, np.nan), (5, np.inf), (36, np.inf), (0, -np.inf), (33, -np.inf)]):
+        rows[r, col] = v
+    rows[6] = -np.inf
+    rows[7, :20] = 1e30
+    rows[8, 30:] = -1e30
+    g = np.random.default_rng(4).normal(0, 1, rows.shape).astype(dtype)
+    for op in ("softmax", "log_softmax"):
+        x = make(rows, device).requires_grad_()
+        y = getattr(F, op)(x, 1)
+        y.backward(make(g, device))
+        tx = torch.tensor(rows, requires_grad=True)
+        ty = getattr(TF, op)(tx, 1)
+        ty.backward(torch.tensor(g))
+        tol = dict(rtol=1e-5, atol=1e-6, equal_nan=True)
+        np.testing.assert_allclose(y.detach().cpu().numpy(), ty.detach().numpy(), **tol)
+        np.testing.assert_allclose(x.grad.cpu().numpy(), tx.grad.numpy(), **tol)
+
+
 def test_softmax_long_rows_large_logits(device):
     a = np.random.default_rng(0).uniform(-3e3, 3e3, (3, 4099)).astype(np.float32)
     for op in ("softmax", "log_softmax"):
@@ -129,6 +153,8 @@ def test_softmax_gradcheck(device, op):
     x = _leaf(_rand((3, 4), "float64", 1.0), device)
     assert gradcheck(lambda t: getattr(F, op)(t, 1), (x,))
     assert gradgradcheck(lambda t: getattr(F, op)(t, 0), (x,))
+    long = _leaf(_rand((2, 21), "float64", 1.0), device)  # vector rows with a tail on CPU devices
+    assert gradcheck(lambda t: getattr(F, op)(t, 1), (long,))
 
 
 # ---- nll_loss / cross_entropy --------------------------------------------------------------------
@@ -200,7 +226,7 @@ def test_nll_loss_errors(device, args, exc, msg):
 @pytest.mark.parametrize("smoothing", [0.0, 0.2])
 @pytest.mark.parametrize("reduction", ["mean", "sum", "none"])
 @pytest.mark.parametrize("weighted", [False, True])
-@pytest.mark.parametrize("shapes", [((5, 4), (5,)), ((2, 4, 3), (2, 3)), ((4,), ())], ids=str)
+@pytest.mark.parametrize("shapes", [((5, 4), (5,)), ((2, 4, 3), (2, 3)), ((4,), ()), ((9, 37), (9,))], ids=str)
 def test_cross_entropy(device, shapes, weighted, reduction, smoothing):
     xshape, tshape = shapes
     C = xshape[1] if len(xshape) > 1 else xshape[0]
@@ -230,6 +256,22 @@ def test_cross_entropy_errors(device):
         F.cross_entropy(x, clgrad.ones(3, 5, dtype=clgrad.int64, device=device))
 
 
+@pytest.mark.parametrize("layout", ["contiguous", "transposed", "sliced"])
+def test_cross_entropy_fused_layouts_and_special_values(device, layout):
+    """The fused kernel on rows of 37 classes (vectors and a tail on CPU devices) in any layout, with an ignore_index
+    inside [0, C), a NaN / +inf / -inf logit, and a mean over only ignored targets (NaN loss, zero gradient)."""
+    a = _rand((6, 37), scale=4.0)
+    a[1, 3], a[2, 36], a[3, 0] = np.nan, np.inf, -np.inf
+    t = np.array([5, 0, 36, 3, 7, 7])
+    for kw in (dict(ignore_index=7), dict(ignore_index=7, reduction="sum"), dict(reduction="none")):
+        check(lambda x: F.cross_entropy(x, make(t, device), **kw), lambda x: TF.cross_entropy(x, torch.tensor(t), **kw),
+              [a], device, [layout])
+    x = make(a[4:], device, layout).requires_grad_()
+    loss = F.cross_entropy(x, make(t[4:], device), ignore_index=7)
+    loss.backward()
+    assert np.isnan(loss.item()) and not x.grad.cpu().numpy().any()
+
+
 def test_nll_cross_entropy_gradcheck(device):
     _skip_fp64(device)
     x = _leaf(_rand((3, 4), "float64", 1.0), device)
@@ -238,6 +280,12 @@ def test_nll_cross_entropy_gradcheck(device):
     assert gradcheck(lambda v: F.nll_loss(v, t, w, ignore_index=3), (x,))
     assert gradcheck(lambda v: F.cross_entropy(v, t, w, label_smoothing=0.1, reduction="none"), (x,))
     assert gradgradcheck(lambda v: F.cross_entropy(v, t, w), (x,))
+    assert gradgradcheck(lambda v: F.nll_loss(v, t, w, ignore_index=3, reduction="sum"), (x,))
+    long = _leaf(_rand((3, 19, 2), "float64", 1.0), device)  # vector rows on CPU devices, and a trailing dim
+    t2 = clgrad.tensor([[1, 18], [0, 4], [18, 18]], device=device)
+    assert gradcheck(lambda v: F.cross_entropy(v, t2, ignore_index=4), (long,))
+    t3 = clgrad.tensor([[1, 18, 0], [4, 4, 2]], device=device)
+    assert gradcheck(lambda v: F.cross_entropy(v.permute(2, 1, 0), t3, reduction="none"), (long,))
 
 
 # ---- mse / l1 / binary cross entropy / one_hot / linear --------------------------------------------

@@ -13,6 +13,28 @@ def _acc_np(dt: D.dtype) -> np.dtype:
     return np.dtype(np.float32) if dt is D.float16 else dt.np
 
 
+def _nll_into(loss, wt, logp: np.ndarray, target, weight, ignore_index: int) -> bool:
+    """``loss = -w[t] * logp[n, t]`` and ``wt = w[t]`` (0 where ignored) for logp [N, C, d...] in the accumulation
+    dtype; False if a target is out of range."""
+    from .cpu import cast, view_of
+
+    acc = logp.dtype
+    xs = np.moveaxis(logp, 1, -1)  # [N, d..., C]
+    t = view_of(target).astype(np.int64)
+    C = logp.shape[1]
+    keep = t != ignore_index
+    if ((t[keep] < 0) | (t[keep] >= C)).any():
+        return False
+    safe = np.where(keep, t, 0)
+    w = np.ones(C, acc) if weight is None else view_of(weight).astype(acc)
+    wv = np.where(keep, w[safe] if C else 0, 0).astype(acc)
+    picked = np.take_along_axis(xs, safe[..., None], -1)[..., 0] if C else np.zeros(t.shape, acc)
+    with np.errstate(all="ignore"):
+        np.copyto(view_of(loss), cast(np.where(keep, -wv * picked, 0), loss.dtype), casting="unsafe")
+    np.copyto(view_of(wt), cast(wv, wt.dtype), casting="unsafe")
+    return True
+
+
 class CPUNN:
     def softmax(self, mode: str, out, inputs, dim: int) -> None:
         """Row-wise ``mode`` along ``dim`` (see CLNN.softmax)."""
@@ -38,25 +60,48 @@ class CPUNN:
 
     def nll(self, loss, wt, x, target, weight, ignore_index: int) -> bool:
         """Per-sample nll pieces (see CLNN.nll); False if a target is out of range."""
+        from .cpu import view_of
+
+        if loss.numel() == 0:
+            return True
+        return _nll_into(loss, wt, view_of(x).astype(_acc_np(x.dtype)), target, weight, ignore_index)
+
+    def xent(self, loss, wt, lse, x, target, weight, ignore_index: int) -> bool:
+        """Fused cross-entropy pieces (see CLNN.xent); False if a target is out of range."""
         from .cpu import cast, view_of
 
         if loss.numel() == 0:
             return True
-        acc = _acc_np(x.dtype)
-        xs = np.moveaxis(view_of(x), 1, -1).astype(acc)  # [N, d..., C]
-        t = view_of(target).astype(np.int64)
-        C = x.shape[1]
-        keep = t != ignore_index
-        if ((t[keep] < 0) | (t[keep] >= C)).any():
-            return False
-        safe = np.where(keep, t, 0)
-        w = np.ones(C, acc) if weight is None else view_of(weight).astype(acc)
-        wv = np.where(keep, w[safe] if C else 0, 0).astype(acc)
-        picked = np.take_along_axis(xs, safe[..., None], -1)[..., 0] if C else np.zeros(t.shape, acc)
+        a = view_of(x).astype(_acc_np(x.dtype))
         with np.errstate(all="ignore"):
-            np.copyto(view_of(loss), cast(np.where(keep, -wv * picked, 0), loss.dtype), casting="unsafe")
-        np.copyto(view_of(wt), cast(wv, wt.dtype), casting="unsafe")
+            m = np.max(a, axis=1, keepdims=True)
+            logs = np.where(m == np.inf, np.nan, np.log(np.sum(np.exp(a - m), axis=1, keepdims=True)))
+            logp = (a - m) - logs
+        if not _nll_into(loss, wt, logp, target, weight, ignore_index):
+            return False
+        np.copyto(view_of(lse), cast(np.squeeze(m + logs, 1), lse.dtype), casting="unsafe")
         return True
+
+    def xent_backward(self, out, x, target, wt, lse, grad, total, ignore_index: int) -> None:
+        """Cross-entropy (x given) or nll (x None) gradient (see CLNN.xent_backward)."""
+        from .cpu import cast, view_of
+
+        if out.numel() == 0:
+            return
+        acc = _acc_np(out.dtype)
+        t = view_of(target).astype(np.int64)
+        with np.errstate(all="ignore"):
+            g = view_of(grad).astype(acc)
+            c = view_of(wt).astype(acc) * (g if total is None else g / view_of(total).astype(acc))
+            c = np.where(t == ignore_index, 0, c)[:, None]
+            hit = (np.arange(out.shape[1]).reshape((1, -1) + (1,) * (out.dim() - 2)) == t[:, None]) \
+                & (t != ignore_index)[:, None]
+            if x is None:
+                res = np.where(hit, -c, 0)
+            else:
+                p = np.exp(view_of(x).astype(acc) - view_of(lse).astype(acc)[:, None])
+                res = c * (p - hit)
+        np.copyto(view_of(out), cast(np.broadcast_to(res, out.shape), out.dtype), casting="unsafe")
 
     def embedding(self, out, weight, idx) -> bool:
         """``out[n] = weight[idx[n]]`` (see CLNN.embedding); False if an index is out of range."""

@@ -76,10 +76,33 @@ def _nll_pieces(x, target, weight, ignore_index: int):
     target = target.to(x.device)
     loss, wt = N._empty(target.shape, x.dtype, x.device), N._empty(target.shape, x.dtype, x.device)
     if not N._backend(x).nll(loss, wt, x, target, weight, int(ignore_index)):
-        t = target._host().reshape(-1).astype(np.int64)
-        bad = t[(t != ignore_index) & ((t < 0) | (t >= x.shape[1]))]
-        raise IndexError(f"Target {bad[0]} is out of bounds.")
+        _raise_target_bounds(target, x.shape[1], ignore_index)
     return loss, wt
+
+
+def _raise_target_bounds(target, C: int, ignore_index: int):
+    t = target._host().reshape(-1).astype(np.int64)
+    bad = t[(t != ignore_index) & ((t < 0) | (t >= C))]
+    raise IndexError(f"Target {bad[0]} is out of bounds.")
+
+
+def _nll_grad(grad, x, target, wt, lse, total, shape, ignore_index: int):
+    """The input gradient of nll_loss (``x`` None) or of the fused cross-entropy: one kernel, or the same formula
+    in clgrad ops when the gradient itself is being differentiated."""
+    if needs_graph(grad, x):
+        from .creation import arange
+
+        coef = wt * (grad / total if total is not None else grad)
+        coef = M.where(target == ignore_index, 0.0, coef).unsqueeze(1)
+        classes = arange(shape[1], device=grad.device).reshape((1, -1) + (1,) * (len(shape) - 2))
+        # ignored targets get no gradient even when every target is ignored (total weight 0)
+        hit = (classes == target.unsqueeze(1)) & (target != ignore_index).unsqueeze(1)
+        if x is None:
+            return M.where(hit, -coef, 0.0)
+        return (N.softmax(x, 1) - hit.to(x.dtype)) * coef
+    out = N._empty(shape, wt.dtype, wt.device)
+    N._backend(wt).xent_backward(out, x, target, wt, lse, grad.to(wt.dtype), total, int(ignore_index))
+    return out
 
 
 class NllLoss(Function):
@@ -95,15 +118,34 @@ class NllLoss(Function):
 
     @staticmethod
     def backward(ctx, grad):
-        from .creation import arange
-
         target, wt, total = ctx.saved_tensors
         shape, reduction, ignore_index = ctx.meta
-        coef = -(wt * (grad / total if reduction == "mean" else grad))
-        classes = arange(shape[1], device=grad.device).reshape((1, -1) + (1,) * (len(shape) - 2))
-        # ignored targets get no gradient even when every target is ignored (total weight 0)
-        hit = (classes == target.unsqueeze(1)) & (target != ignore_index).unsqueeze(1)
-        return M.where(hit, coef.unsqueeze(1), 0.0), None, None, None, None
+        return _nll_grad(grad, None, target, wt, None, total, shape, ignore_index), None, None, None, None
+
+
+class CrossEntropy(Function):
+    """``nll_loss(log_softmax(x, 1), target)`` fused: one row kernel forward (loss, weight and logsumexp per
+    sample) and one backward, ``w[t] * g * (softmax(x) - onehot(t))``."""
+
+    node_name = "NllLossBackward0"
+
+    @staticmethod
+    def forward(ctx, x, target, weight, reduction, ignore_index):
+        target = target.to(x.device)
+        loss, wt = N._empty(target.shape, x.dtype, x.device), N._empty(target.shape, x.dtype, x.device)
+        lse = N._empty(target.shape, D.float32 if x.dtype is D.float16 else x.dtype, x.device)
+        if not N._backend(x).xent(loss, wt, lse, x, target, weight, int(ignore_index)):
+            _raise_target_bounds(target, x.shape[1], ignore_index)
+        total = wt.sum() if reduction == "mean" else None
+        ctx.meta = (reduction, ignore_index)
+        ctx.save_for_backward(x, target, wt, lse, total)
+        return loss if reduction == "none" else loss.sum() / total if reduction == "mean" else loss.sum()
+
+    @staticmethod
+    def backward(ctx, grad):
+        x, target, wt, lse, total = ctx.saved_tensors
+        reduction, ignore_index = ctx.meta
+        return _nll_grad(grad, x, target, wt, lse, total, x.shape, ignore_index), None, None, None, None
 
 
 def nll_loss(input, target, weight=None, size_average=None, ignore_index=-100, reduce=None, reduction="mean"):
@@ -129,6 +171,8 @@ def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-1
     if not 0.0 <= label_smoothing <= 1.0:
         raise RuntimeError(f"label_smoothing must be between 0.0 and 1.0. Got: {label_smoothing}")
     cdim = 0 if input.dim() == 1 else 1
+    if label_smoothing == 0.0 and tuple(target.shape) != tuple(input.shape) and input.dtype.kind == "f":
+        return _cross_entropy_fused(input, target, weight, reduction, ignore_index)
     logp = N.log_softmax(input, cdim)
     if tuple(target.shape) == tuple(input.shape):
         if target.dtype.kind != "f":
@@ -154,6 +198,16 @@ def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-1
     elif reduction == "sum":
         smooth = smooth.sum()
     return loss * (1 - label_smoothing) + smooth * (label_smoothing / C)
+
+
+def _cross_entropy_fused(input, target, weight, reduction: str, ignore_index: int):
+    _check_nll(input, target, weight)
+    if input.dim() == 1:  # no batch dim: one sample
+        out = _cross_entropy_fused(input.unsqueeze(0), target.reshape(1), weight, reduction, ignore_index)
+        return out.reshape(()) if reduction == "none" else out
+    if needs_graph(input):
+        return CrossEntropy.apply(input, target, weight, reduction, ignore_index)
+    return CrossEntropy.forward(N._Scratch(), input, target, weight, reduction, ignore_index)
 
 
 def _ce_probs(logp, target, weight, reduction, label_smoothing, cdim):

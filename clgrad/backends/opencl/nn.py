@@ -16,6 +16,8 @@ from . import programs
 INT32_MAX = 2**31 - 1
 WG = 256  # most work-items of a per-row work-group; a power of two for the trees
 SERIAL_K = 32  # rows this short get one work-item each
+# operands of the loss modes that have K elements per row (the others are per-row values expanded along it)
+_ROW_OPERANDS = {"xent": ("x",), "xent_backward": ("x", "out"), "nll_backward": ("out",)}
 
 
 def _pow2(n: int) -> int:
@@ -47,6 +49,15 @@ def rows_plan(dev, R: int, K: int, row_contig: bool) -> int:
         return 1
     wg = min(WG, 1 << (dev.props.max_work_group_size.bit_length() - 1))
     return min(wg, _pow2(K))
+
+
+def _along(t, shape, dim: int):
+    """A per-row tensor (``shape`` without ``dim``, or 0-dim) as a view of ``shape``, expanded along ``dim``."""
+    if t.dim() == 0:
+        return t._view(tuple(shape), (0,) * len(shape), t._offset)
+    strides = list(t._strides)
+    strides.insert(dim, 0)
+    return t._view(tuple(shape), tuple(strides), t._offset)
 
 
 class _Args:
@@ -100,27 +111,65 @@ class CLNN:
         """Row-wise ``mode`` along ``dim``: 'softmax' / 'log_softmax' of inputs=(x,), or
         'softmax_backward' / 'log_softmax_backward' of inputs=(grad, output). ``out`` has the inputs'
         shape; its dtype sets the computation's (float32 for float16)."""
+        names = ("x",) if len(inputs) == 1 else ("g", "y")
+        self._rows(mode, list(zip(names, inputs)), [("out", out)], dim, acc_of(out.dtype))
+
+    def xent(self, loss, wt, lse, x, target, weight, ignore_index: int) -> bool:
+        """Fused cross-entropy for class indices: per sample ``loss = -w[t] * log_softmax(x)[t]``, ``wt = w[t]``
+        (both 0 where t == ignore_index) and ``lse = logsumexp(x)`` over the class dim 1 of x [N, C, d...];
+        loss, wt and lse are shaped like target [N, d...]. False if some target is outside [0, C)."""
+        if loss.numel() == 0:
+            return True
+        dev = self.dev(loss)
+        rows = [(n, _along(t, x.shape, 1)) for n, t in (("t", target), ("wt", wt), ("lse", lse))]
+        flag = self._new_flag(dev, loss.device)
+        self._rows("xent", [("x", x), rows[0]], [("out", _along(loss, x.shape, 1))] + rows[1:], 1, acc_of(x.dtype),
+                   ignore_index=ignore_index, weight=weight, flag=flag)
+        return self._flag_clear(dev, flag)
+
+    def xent_backward(self, out, x, target, wt, lse, grad, total, ignore_index: int) -> None:
+        """The gradient of cross-entropy (``x`` given: ``c * (softmax(x) - onehot(t))``) or of nll_loss (``x`` None:
+        ``-c * onehot(t)``) into ``out`` [N, C, d...], where ``c = wt * grad`` (``/ total`` unless ``total`` is
+        None) per sample and 0 for ignored targets. ``grad`` is 0-dim or shaped like target; ``total`` 0-dim."""
+        shape = out.shape
+        ins = [("x", x)] if x is not None else []
+        ins += [("t", _along(target, shape, 1)), ("wt", _along(wt, shape, 1)), ("g", _along(grad, shape, 1))]
+        if x is not None:
+            ins.append(("lse", _along(lse, shape, 1)))
+        if total is not None:
+            ins.append(("total", _along(total, shape, 1)))
+        mode = "xent_backward" if x is not None else "nll_backward"
+        self._rows(mode, ins, [("out", out)], 1, acc_of(out.dtype), ignore_index=ignore_index, mean=total is not None)
+
+    def _rows(self, mode: str, ins: list, outs: list, dim: int, acc, ignore_index=None, weight=None, flag=None,
+              mean=False) -> None:
+        """Launch the softmax template's ``mode``: one row per position of the dims other than ``dim``, K
+        elements along it. ``ins`` / ``outs`` are (kernel name, tensor) pairs, all of ``outs[0]``'s shape
+        (per-row operands expanded along ``dim`` with stride 0)."""
         import pyopencl as cl
 
         from .backend import coalesce  # backend.py imports this module
 
+        out = outs[0][1]
         if out.numel() == 0:
             return
         dev = self.dev(out)
-        acc = acc_of(out.dtype)
         self.check_dtype(dev, acc)
         K = out.shape[dim]
         R = out.numel() // K
-        ops = (*inputs, out)
+        ops = [t for _, t in ins + outs]
         others = [d for d in range(out.dim()) if d != dim]
         shape, strides = coalesce([out.shape[d] for d in others], [[t._strides[d] for d in others] for t in ops])
         big = max([out.numel()] + [t._storage.size for t in ops]) > INT32_MAX
         idx_np, idx_t = _idx(big)
-        L = rows_plan(dev, R, K, all(t._strides[dim] == 1 for t in ops))
-        names = ("x",) if len(inputs) == 1 else ("g", "y")
+        rowed = [t for n, t in ins + outs if n in _ROW_OPERANDS.get(mode, (n,))]  # the operands read along rows
+        L = rows_plan(dev, R, K, all(t._strides[dim] == 1 for t in rowed))
+        # explicit vectors on CPU devices when no row operand needs a conversion (see softmax.cl.mako)
+        vec = 16 // (acc.itemsize // 4) if L == 1 and dev.rank >= 2 and K >= 16 and mode != "nll_backward" and all(
+            t._strides[dim] == 1 and t.dtype is acc for t in rowed) else 1
         params = dict(
-            mode=mode, ins=tuple((n, t.dtype.ctype) for n, t in zip(names, inputs)), out_ctype=out.dtype.ctype,
-            acc=acc.ctype, nd=len(shape), group=L > 1, idx_t=idx_t,
+            mode=mode, ins=tuple((n, t.dtype.ctype) for n, t in ins), outs=tuple((n, t.dtype.ctype) for n, t in outs),
+            acc=acc.ctype, nd=len(shape), group=L > 1, idx_t=idx_t, vec=vec, weighted=weight is not None, mean=mean,
             fp64=any(t.dtype is D.float64 for t in ops) or acc is D.float64,
         )
         args = _Args(idx_np)
@@ -129,6 +178,13 @@ class CLNN:
             args.idx(t._offset, t._strides[dim])
         for d, n in enumerate(shape):
             args.idx(n, *(st[d] for st in strides))
+        if ignore_index is not None:
+            args.scalar(np.int64, ignore_index)
+        if weight is not None:
+            args.buf(weight._storage.data)
+            args.idx(weight._offset, weight._strides[0])
+        if flag is not None:
+            args.buf(flag.data)
         args.idx(R, K)
         if L > 1:
             args.buf(cl.LocalMemory(acc.itemsize * L), cl.LocalMemory(acc.itemsize * L))
