@@ -138,17 +138,24 @@ __kernel void ${name}(
 % if grid:
     // an ndim-D launch (CPU devices): coordinates come from the work-item ids, innermost dim first, so no
     // integer division per element; the global size is the shape itself, so there is no tail to guard
+    // (an innermost stride of 0 or 1 is compiled in: ``inner``, in the order out, tensor inputs)
 <%
-    targets = [(f"i{k}", f"off{k}", f"st{k}_") for k, (scalar, _, _, contig) in enumerate(args) if not scalar and not contig]
+    tensor_pos = [k for k, (scalar, _, _, _) in enumerate(args) if not scalar]
+    targets = [(f"i{k}", f"off{k}", f"st{k}_", inner[1 + tensor_pos.index(k)])
+               for k, (scalar, _, _, contig) in enumerate(args) if not scalar and not contig]
     if not out_contig:
-        targets.append(("io", "out_off", "os"))
+        targets.append(("io", "out_off", "os", inner[0]))
+    def term(d, st, unit):
+        if d == ndim - 1 and unit is not None:
+            return f" + c{d}" if unit == 1 else ""
+        return f" + c{d} * {st}{d}"
 %>\
 %   for d in range(ndim):
     const ${idx_t} c${d} = (${idx_t})get_global_id(${ndim - 1 - d});
 %   endfor
     const ${idx_t} gid = ${"(" * (ndim - 1) + "c0" + "".join(f" * n{d} + c{d})" for d in range(1, ndim))};
-%   for var, off, st in targets:
-    const ${idx_t} ${var} = ${off}${"".join(f" + c{d} * {st}{d}" for d in range(ndim))};
+%   for var, off, st, unit in targets:
+    const ${idx_t} ${var} = ${off}${"".join(term(d, st, unit) for d in range(ndim))};
 %   endfor
 % else:
 %   if guard:

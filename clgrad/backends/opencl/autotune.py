@@ -130,16 +130,19 @@ def autotune(device="opencl", tables=None, repeats: int = 3, sizes: dict | None 
             if not _fits(dev, t, "float"):
                 continue
             _override[(dev.index, table)] = t
+            programs.invalidate()  # cached matmul launchers hold the tiling they were built with
             try:
                 if not np.allclose((a @ b).cpu().numpy(), expect, rtol=1e-3, atol=1e-3 * np.sqrt(k)):
                     continue  # a candidate that computes wrongly here is never chosen
                 seconds = _time(a, b, repeats)
             finally:
                 del _override[(dev.index, table)]
+                programs.invalidate()
             if best is None or seconds < best[1]:
                 best = (t, seconds)
         if best is not None:
             chosen[table] = best
             results[f"{table}/float"] = list(best[0])
     _save(results, dev)
+    programs.invalidate()
     return chosen

@@ -218,6 +218,9 @@ class OpenCLBackend(CLReduce, CLMatmul, CLRandom, CLIndex, CLScan, CLConv, CLNN,
         # CPU devices run strided kernels on an ndim-D grid: no integer division per element (a transposed
         # a*b+c on 16M floats ran at 0.8 GB/s with the division, against 8 GB/s for contiguous operands)
         grid = strided and dev.rank >= 2 and 2 <= ndim <= 3
+        # the grid kernel's innermost stride as a constant where it is 0 or 1: with a runtime stride PoCL gathers
+        # every vector lane, with a constant one it loads a contiguous run (a broadcast row) or one value
+        inner = tuple(st[-1] if grid and st[-1] in (0, 1) else None for st in strides)
         if strided:
             arg_dtypes += [idx_np] * ndim
             values += shape
@@ -229,7 +232,7 @@ class OpenCLBackend(CLReduce, CLMatmul, CLRandom, CLIndex, CLScan, CLConv, CLNN,
         params = dict(
             compute=compute_ctype, integral=integral, kernels=kernels,
             half_compute=compute is D.float16, args=tuple(arg_desc),
-            out_ctype=out.dtype.ctype, out_contig=out_contig, grid=grid, guard=launch_size(dev, n)[0][0] != n, out_cast=_out_cast(out.dtype, compute, entry), ndim=ndim,
+            out_ctype=out.dtype.ctype, out_contig=out_contig, grid=grid, inner=inner, guard=launch_size(dev, n)[0][0] != n, out_cast=_out_cast(out.dtype, compute, entry), ndim=ndim,
             idx_t="long" if big else "int", fp64=D.float64 in (compute, out.dtype) or any(x.dtype is D.float64 for x in tensors),
         )
         name = f"{op}_{compute_ctype}"

@@ -97,6 +97,19 @@ def _strides(t) -> list:
     return [s if n > 1 else 0 for n, s in zip(t.shape, t._strides)]
 
 
+def _transposed(out, a, b):
+    """a [B, M, K] @ b [B, K, 1] as b^T [B, 1, K] @ a^T [B, K, M] into out^T [B, 1, M] (the same memory)."""
+    (a_sb, a_sm, a_sk), (b_sb, b_sk, b_sn) = a._strides, b._strides
+    nb, m, k = a.shape
+    return (b._view((nb, 1, k), (b_sb, b_sn, b_sk)), a._view((nb, k, m), (a_sb, a_sk, a_sm)),
+            out._view((out.shape[0], 1, m), (m, m, 1)))
+
+
+_LAUNCHERS: dict = {}
+programs.add_cache_listener(_LAUNCHERS.clear)  # launchers hold kernels and queues (the profiler swaps both)
+_MAX_LAUNCHERS = 4096
+
+
 class CLMatmul:
     def matmul(self, out, a, b, bias=None) -> None:
         """out[i] = a[i] @ b[i] (+ bias) for a [B, M, K], b [B, K, N] of any strides, out contiguous [B, M, N]
@@ -111,10 +124,26 @@ class CLMatmul:
 
     def _matmul(self, out, a, b, per: int, bias=None) -> None:
         """matmul (``per`` 0) or matmul_sum with ``per`` batches per chunk of out."""
-        nb, m, k = a.shape
-        n = b.shape[2]
         if out.numel() == 0:
             return
+        # launchers are cached on everything but the offsets, so a repeated product (a recurrent layer's steps)
+        # skips the tiling choice, the kernel lookup and the argument types: ~35 us of Python per product
+        key = (out.device.index, out.dtype, a.dtype, out._shape, a._shape, a._strides, b._shape, b._strides, per,
+               None if bias is None else (bias.dtype, bias._shape, bias._strides))
+        launch = _LAUNCHERS.get(key)
+        if launch is not None:
+            launch(out, a, b, bias)
+            return
+        launch = self._mm_launcher(out, a, b, per, bias)
+        launch(out, a, b, bias)  # builds the kernel: only a launcher that worked is kept
+        if len(_LAUNCHERS) >= _MAX_LAUNCHERS:
+            _LAUNCHERS.clear()
+        _LAUNCHERS[key] = launch
+
+    def _mm_launcher(self, out, a, b, per: int, bias):
+        """A ``launch(out, a, b, bias)`` for operands of these shapes, strides and dtypes (any offsets)."""
+        nb, m, k = a.shape
+        n = b.shape[2]
         dev = self.dev(out)
         dt = out.dtype
         self.check_dtype(dev, dt)
@@ -123,16 +152,16 @@ class CLMatmul:
         nz = out.shape[0]
         if bias is not None and (n == 1 and m > 1 or dt not in (D.float32, D.float64) or bias.dtype is not dt
                                  or not bias.is_contiguous()):
-            self._matmul(out, a, b, per)  # no fused form: the product, then the bias as an elementwise add
-            self.elementwise("add", out, [out, bias.expand(out.shape)], dt)
-            return
-        if n == 1 and m > 1:
+            def unfused(out, a, b, bias):  # no fused form: the product, then the bias as an elementwise add
+                self._matmul(out, a, b, per)
+                self.elementwise("add", out, [out, bias.expand(out.shape)], dt)
+            return unfused
+        transpose = n == 1 and m > 1
+        if transpose:
             # matrix @ vector: compute out^T = b^T @ a^T (the same memory), so the long dim is the one
             # work-items run along
-            (a_sb, a_sm, a_sk), (b_sb, b_sk, b_sn) = a._strides, b._strides
-            a_t = b._view((nb, 1, k), (b_sb, b_sn, b_sk))
-            b_t = a._view((nb, k, m), (a_sb, a_sk, a_sm))
-            a, b, out, m, n = a_t, b_t, out._view((nz, 1, m), (m, m, 1)), 1, m
+            a, b, out = _transposed(out, a, b)
+            m, n = 1, m
         acc = _ACC.get(dt.ctype, "uint")
         t = tiling(dev, acc, skinny=m <= SKINNY_M, short=m <= SHORT_M, narrow=n <= NARROW_N)
         if dev.rank >= 2 and per and t.vw > 1 and 16 < m <= SHORT_M:
@@ -144,34 +173,48 @@ class CLMatmul:
             # on PoCL a 250x20x4096 product took 1.6 ms with tk 64 and 0.6 ms with tk 32. One bucket only, so
             # a product over a growing K (a recurrent layer's weight gradient over L*N rows) adds one kernel at most
             t = t._replace(tk=32)
-        big = max(_reach(a, (0, t.tm, t.tk)), _reach(b, (0, t.tk, t.tn)), _reach(out, (0, t.tm, t.tn)),
-                  0 if bias is None else bias._offset + n + t.tn) > INT32_MAX
-        idx_np = np.int64 if big else np.int32
+        # the largest element index each operand's kernel arithmetic reaches, less the operand's offset
+        reach = (_reach(a, (0, t.tm, t.tk)) - a._offset, _reach(b, (0, t.tk, t.tn)) - b._offset,
+                 _reach(out, (0, t.tm, t.tn)) - out._offset, 0 if bias is None else n + t.tn)
+        params = dict(ctype=dt.ctype, acc=acc, fp64=dt is D.float64, bsum=per > 0, bias=bias is not None,
+                      **t._asdict())
+        kernels = {}
+        for big in (False, True):
+            idx_np = np.int64 if big else np.int32
+            arg_dtypes = (None, idx_np) + (None, idx_np, idx_np, idx_np, idx_np) * 2 + (idx_np,) * (5 if per else 3)
+            arg_dtypes += (None, idx_np) if bias is not None else ()
+            kernels[big] = (f"matmul{'_sum' if per else ''}{'_bias' if bias is not None else ''}_{dt.ctype}",
+                            arg_dtypes, dict(params, idx_t="long" if big else "int"))
         a_sb, a_sm, a_sk = _strides(a)
         b_sb, b_sk, b_sn = _strides(b)
-        params = dict(ctype=dt.ctype, acc=acc, fp64=dt is D.float64, idx_t="long" if big else "int", bsum=per > 0,
-                      bias=bias is not None, **t._asdict())
-        arg_dtypes = (None, idx_np) + (None, idx_np, idx_np, idx_np, idx_np) * 2 + (idx_np,) * (5 if per else 3)
-        arg_dtypes += (None, idx_np) if bias is not None else ()
-        extra = (bias._storage.data, bias._offset) if bias is not None else ()
-        kernel = programs.get_kernel(dev, "matmul", f"matmul{'_sum' if per else ''}{'_bias' if bias is not None else ''}_{dt.ctype}",
-                                     arg_dtypes, params)
         lx, ly, _ = t.local_size
         grid = (-(-n // t.tn) * lx, -(-m // t.tm) * ly)
-        if per:  # a_sb/b_sb step the batch loop inside the kernel; the 3rd dimension counts chunks
-            for start in range(0, nz, MAX_BATCH):
-                count = min(MAX_BATCH, nz - start)
-                kernel(dev.queue, grid + (count,), (lx, ly, 1), out._storage.data, out._offset + start * m * n,
-                       a._storage.data, a._offset + start * per * a_sb, a_sb, a_sm, a_sk,
-                       b._storage.data, b._offset + start * per * b_sb, b_sb, b_sk, b_sn,
-                       m, n, k, nb - start * per, per)
-            return
-        for start in range(0, nb, MAX_BATCH):
-            count = min(MAX_BATCH, nb - start)
-            kernel(
-                dev.queue, grid + (count,), (lx, ly, 1),
-                out._storage.data, out._offset + start * m * n,
-                a._storage.data, a._offset + start * a_sb, a_sb, a_sm, a_sk,
-                b._storage.data, b._offset + start * b_sb, b_sb, b_sk, b_sn,
-                m, n, k, *extra,
-            )
+        local = (lx, ly, 1)
+        built = {}
+
+        def launch(out, a, b, bias):
+            if transpose:
+                a, b, out = _transposed(out, a, b)
+            offsets = (a._offset, b._offset, out._offset, 0 if bias is None else bias._offset)
+            big = max(o + r for o, r in zip(offsets, reach)) > INT32_MAX
+            kernel = built.get(big)
+            if kernel is None:
+                name, arg_dtypes, kparams = kernels[big]
+                kernel = built[big] = programs.get_kernel(dev, "matmul", name, arg_dtypes, kparams)
+            queue = dev.queue
+            if per:  # a_sb/b_sb step the batch loop inside the kernel; the 3rd dimension counts chunks
+                for start in range(0, nz, MAX_BATCH):
+                    count = min(MAX_BATCH, nz - start)
+                    kernel(queue, grid + (count,), local, out._storage.data, out._offset + start * m * n,
+                           a._storage.data, a._offset + start * per * a_sb, a_sb, a_sm, a_sk,
+                           b._storage.data, b._offset + start * per * b_sb, b_sb, b_sk, b_sn,
+                           m, n, k, nb - start * per, per)
+                return
+            extra = (bias._storage.data, bias._offset) if bias is not None else ()
+            for start in range(0, nb, MAX_BATCH):
+                count = min(MAX_BATCH, nb - start)
+                kernel(queue, grid + (count,), local, out._storage.data, out._offset + start * m * n,
+                       a._storage.data, a._offset + start * a_sb, a_sb, a_sm, a_sk,
+                       b._storage.data, b._offset + start * b_sb, b_sb, b_sk, b_sn, m, n, k, *extra)
+
+        return launch
