@@ -264,8 +264,8 @@ def test_cross_entropy_fused_layouts_and_special_values(device, layout):
     a[1, 3], a[2, 36], a[3, 0] = np.nan, np.inf, -np.inf
     t = np.array([5, 0, 36, 3, 7, 7])
     for kw in (dict(ignore_index=7), dict(ignore_index=7, reduction="sum"), dict(reduction="none")):
-        check(lambda x: F.cross_entropy(x, make(t, device), **kw), lambda x: TF.cross_entropy(x, torch.tensor(t), **kw),
-              [a], device, [layout])
+        check(lambda x, kw=kw: F.cross_entropy(x, make(t, device), **kw),
+              lambda x, kw=kw: TF.cross_entropy(x, torch.tensor(t), **kw), [a], device, [layout])
     x = make(a[4:], device, layout).requires_grad_()
     loss = F.cross_entropy(x, make(t[4:], device), ignore_index=7)
     loss.backward()

@@ -15,6 +15,7 @@ from .nn import CLNN
 from .optim import CLOptim
 from .random import CLRandom
 from .reduce import CLReduce
+from .rnn import CLRNN
 from .scan import CLScan
 
 INT32_MAX = 2**31 - 1
@@ -102,7 +103,7 @@ def _to_scalar(x, scalar_np: np.dtype):
         return np.array(x).astype(scalar_np)[()]
 
 
-class OpenCLBackend(CLReduce, CLMatmul, CLRandom, CLIndex, CLScan, CLConv, CLNN, CLOptim):
+class OpenCLBackend(CLReduce, CLMatmul, CLRandom, CLIndex, CLScan, CLConv, CLNN, CLOptim, CLRNN):
     name = "opencl"
 
     @staticmethod

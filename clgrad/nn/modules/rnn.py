@@ -11,6 +11,8 @@ import math
 import numbers
 import warnings
 
+from ... import backends
+from ... import dtypes as D
 from ...autograd.function import Function, once_differentiable
 from ...ops import creation
 from ...ops import pointwise as P
@@ -120,7 +122,14 @@ class _LSTMSequence(Function):
         new = lambda shape: creation.empty(shape, dtype=gi.dtype, device=gi.device)  # noqa: E731
         pre, hs, cs = new(gi.shape), new((L,) + tuple(h0.shape)), new((L,) + tuple(c0.shape))
         w_t, h, c = w_hh.t(), h0, c0
+        fused = _fused_lstm(gi, b_hh)
+        if fused is not None:
+            gi, c = gi.contiguous(), c0.contiguous()
         for t in steps:
+            if fused is not None:
+                fused.lstm_step(gi[t], h.matmul(w_t), b_hh, c, pre[t], cs[t], hs[t])
+                h, c = hs[t], cs[t]
+                continue
             P.apply("rnn_pre", gi[t], h.matmul(w_t), 0.0 if b_hh is None else b_hh, out=pre[t])
             i, f, g, o = (pre[t].narrow(1, k * hidden, hidden) for k in range(4))
             P.apply("lstm_c", i, f, g, c, out=cs[t])
@@ -141,8 +150,15 @@ class _LSTMSequence(Function):
         dpre = creation.empty(pre.shape, dtype=pre.dtype, device=pre.device)
         dh, dc_next = zeros(h0.shape), zeros(c0.shape)
         first = L - 1 if ctx.reverse else 0
+        fused = _fused_lstm(hs, None)
+        if fused is not None:
+            grad_h, grad_c, c0 = grad_h.contiguous(), grad_c.contiguous(), c0.contiguous()
         for t in (range(L) if ctx.reverse else range(L - 1, -1, -1)):
             c_prev = c0 if t == first else cs[t + 1 if ctx.reverse else t - 1]
+            if fused is not None:  # dc_next is read and then overwritten with dc_prev, element by element
+                fused.lstm_step_backward(grad_h[t], dh, grad_c[t], dc_next, pre[t], cs[t], c_prev, dpre[t], dc_next)
+                dh = dpre[t].matmul(w_hh)
+                continue
             i, f, g, o = (pre[t].narrow(1, k * hidden, hidden) for k in range(4))
             di, df, dg, do = (dpre[t].narrow(1, k * hidden, hidden) for k in range(4))
             dh = grad_h[t] + dh
@@ -158,6 +174,14 @@ class _LSTMSequence(Function):
         grad_w = flat.t().matmul(prev.reshape(-1, prev.shape[-1])) if ctx.needs_input_grad[3] else None
         grad_b = flat.sum(0) if ctx.has_bias and ctx.needs_input_grad[4] else None
         return dpre, dh, dc_next, grad_w, grad_b, None
+
+
+def _fused_lstm(like, bias):
+    """The backend, when it has fused LSTM step kernels for these tensors' device and dtype, else None."""
+    backend = backends.get(like.device)
+    if not hasattr(backend, "lstm_step") or like.dtype not in (D.float32, D.float64):
+        return None
+    return backend if bias is None or bias.is_contiguous() else None
 
 
 def _check_nonlinearity(nonlinearity: str) -> str:

@@ -1,0 +1,48 @@
+"""Fused LSTM time steps on OpenCL (a mixin of OpenCLBackend): one launch per step forward, one backward.
+
+An optional primitive: ``nn.LSTM``'s sequence node calls it when the backend has it and the dtype is float32 or
+float64, and otherwise composes the same step from elementwise table ops. The kernels evaluate those ops'
+own expressions in the same order, so both forms round alike (half would round between ops, so it composes).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ..ewtable import OPS
+from . import programs
+
+INT32_MAX = 2**31 - 1
+_STEP_OPS = ("rnn_pre", "lstm_c", "lstm_h", "add", "lstm_do", "lstm_dc", "lstm_di", "lstm_df", "lstm_dg", "lstm_dcprev")
+
+
+class CLRNN:
+    def lstm_step(self, gi, hw, bias, c_prev, pre, c, h) -> None:
+        """``pre = gi + (hw + bias)`` (gates [N, 4H]), then the new cell ``c`` and hidden ``h`` [N, H] from
+        ``c_prev``. Every tensor contiguous; ``bias`` [4H] or None."""
+        tensors = [gi, hw] + ([bias] if bias is not None else []) + [c_prev, pre, c, h]
+        self._lstm("forward", tensors, c_prev, bias is not None)
+
+    def lstm_step_backward(self, grad_h, dh_next, grad_c, dc_next, pre, c, c_prev, dpre, dc_prev) -> None:
+        """The gates' gradients ``dpre`` [N, 4H] and ``dc_prev`` [N, H] of one step, from the step's incoming
+        gradients (``grad_h + dh_next``, ``grad_c + dc_next``) and its saved gates, cell and previous cell."""
+        self._lstm("backward", [grad_h, dh_next, grad_c, dc_next, pre, c, c_prev, dpre, dc_prev], c_prev, False)
+
+    def _lstm(self, mode: str, tensors: list, state, bias: bool) -> None:
+        n = state.numel()
+        if n == 0:
+            return
+        dev = self.dev(state)
+        ctype = state.dtype.ctype
+        H = state.shape[-1]
+        big = max(t._offset + t.numel() for t in tensors) > INT32_MAX
+        idx_np = np.int64 if big else np.int32
+        ops = {name: OPS[name].c_expr(False) for name in _STEP_OPS}
+        params = dict(mode=mode, ctype=ctype, idx_t="long" if big else "int", bias=bias, ops=tuple(sorted(ops.items())))
+        kernel = programs.get_kernel(dev, "rnn", f"lstm_step{'_backward' if mode == 'backward' else ''}_{ctype}",
+                                     (None, idx_np) * len(tensors) + (idx_np, idx_np), params)
+        args = []
+        for t in tensors:
+            args += [t._storage.data, t._offset]
+        kernel(dev.queue, (H, n // H), None, *args, H, n)  # the exact grid: no tail to guard
+        for t in tensors[-3 if mode == "forward" else -2:]:
+            t._storage.version += 1
