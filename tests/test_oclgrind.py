@@ -264,20 +264,40 @@ def _softmax(device, cls, n):
         if _fp64_ok(device, dt):
             a = _arr(_grid(n), dt)
             _same(device, lambda x: (F.softmax(x, 1), F.log_softmax(x, 0)), a, layouts=["transposed"], grad=True)
+    # contiguous rows, enough of them for one work-item each: CPU devices take the vector path (1031 = 64*16 + 7)
+    _same(device, lambda x: (F.softmax(x, 1), F.log_softmax(x, 1)), _arr((9, n), "float32"), grad=True)
 
 
 def _nll(device, cls, n):
-    x, t = _arr((n, 5), "float32"), np.random.default_rng(n).integers(0, 5, n)
-    t[::3] = -100
-    w = _arr((5,), "float32", low=1)
-    for reduction in ("mean", "sum", "none") if n <= 7 else ("none",):
-        _same(device, lambda x, t, w, r=reduction: F.nll_loss(x, t, w, reduction=r), x, t, w,
-              layouts=["transposed", "sliced", "contiguous"], grad=True)
+    for C in (5, 19):  # 19 classes: the fused cross-entropy's vector path with a tail on CPU devices
+        x, t = _arr((n, C), "float32"), np.random.default_rng(n).integers(0, C, n)
+        t[::3] = -100
+        w = _arr((C,), "float32", low=1)
+        for reduction in ("mean", "sum", "none") if n <= 7 else ("none",):
+            _same(device, lambda x, t, w, r=reduction: F.nll_loss(x, t, w, reduction=r), x, t, w,
+                  layouts=["transposed", "sliced", "contiguous"], grad=True)
+            _same(device, lambda x, t, w, r=reduction: F.cross_entropy(x, t, w, reduction=r), x, t, w,
+                  layouts=["contiguous" if C > 5 else "transposed", "sliced", "contiguous"], grad=True)
+        if n:
+            with pytest.raises(IndexError):
+                F.nll_loss(make(x, device), make(t * 0 + C, device))
+            with pytest.raises(IndexError):
+                F.cross_entropy(make(x, device), make(t * 0 + C, device))
     t2 = np.random.default_rng(n).integers(0, 5, (2, n))  # K-dim targets, float16 logits
     _same(device, lambda x, t: F.cross_entropy(x, t), _arr((2, 5, n), "float16"), t2, grad=True)
-    if n:
-        with pytest.raises(IndexError):
-            F.nll_loss(make(x, device), make(t * 0 + 5, device))
+
+
+def _rnn(device, cls, n):
+    """nn.LSTM's fused step kernels (forward and backward), batch up to 9, hidden 4 (gate rows of 16)."""
+    def run(x, w_ih, w_hh, b):
+        lstm = clgrad.nn.LSTM(3, 4).to(x.device)
+        with clgrad.no_grad():
+            for param, value in zip(lstm.parameters(), (w_ih, w_hh, b, b)):
+                param.copy_(value)
+        out, (_, c) = lstm(x)
+        return out, c
+    _same(device, run, _arr((3, min(n, 9), 3), "float32"), _arr((16, 3), "float32"), _arr((16, 4), "float32"),
+          _arr((16,), "float32"), grad=True)
 
 
 def _norm(device, cls, n):
@@ -359,6 +379,7 @@ FAMILIES = {
     "embedding": (_embedding, ("float",)),
     "random": (_random, ("bool", "int", "float")),
     "optim": (_optim, ("float",)),
+    "rnn": (_rnn, ("float",)),
 }
 
 

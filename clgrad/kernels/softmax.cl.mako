@@ -139,6 +139,11 @@ __kernel void ${name}(
 % elif stats:
     ACC m = -INFINITY, s = 0;
     for (k = lid; k < K; k += L) push(&m, &s, ${ld("x")});
+% elif mode in ("softmax_backward", "log_softmax_backward") and vec > 1:
+    VACC vs = (VACC)(0);
+    for (k = 0; k + ${vec} <= K; k += ${vec}) vs += ${vld("g")}${f" * {vld('y')}" if mode == "softmax_backward" else ""};
+    ACC s = ${hsum("vs")};
+    for (; k < K; k++) s += g[g_p + k]${" * y[y_p + k]" if mode == "softmax_backward" else ""};
 % elif mode in ("softmax_backward", "log_softmax_backward"):
     ACC s = 0;
     for (k = lid; k < K; k += L) s += ${ld("g")}${f" * {ld('y')}" if mode == "softmax_backward" else ""};
