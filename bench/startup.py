@@ -2,10 +2,13 @@
 caches (CLGRAD_CACHE_DIR and POCL_CACHE_DIR pointing at new empty folders), then again with the caches it filled.
 
     python bench/startup.py [--device opencl:N] [--quick] [--smoke] [--json out.json]
+    python bench/startup.py --record-groups [--device opencl:N]
 
 "first step" is the time from after ``import clgrad`` (or ``import torch``) to the end of the first step, model
 creation included; the imports are their own row. PyTorch has no kernel cache, so its cold and warm numbers are
 the same kind of fresh process. ``--smoke`` does one ``a + b`` instead of a training step.
+``--record-groups`` rewrites clgrad/backends/opencl/group_table.py with the kernels the two steps request (one
+program group each, see groups.py); run it after changing a template or launcher that those steps use.
 """
 from __future__ import annotations
 
@@ -22,7 +25,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 def child(kind: str, device: str) -> None:
     """Runs in the fresh process: time the import, the first and the second step, print them as JSON."""
     start = time.perf_counter()
-    lib_name = kind.split("-")[0]
+    lib_name = "clgrad" if kind.startswith("record-") else kind.split("-")[0]
     lib = __import__(lib_name)
     imported = time.perf_counter()
     sys.path.insert(0, HERE)
@@ -30,6 +33,8 @@ def child(kind: str, device: str) -> None:
 
     from clgrad.backends.opencl import programs
 
+    if kind.startswith("record-"):
+        programs._recording = []
     dev = device if lib_name == "clgrad" else "cpu"
     sync = lib.opencl.synchronize if lib_name == "clgrad" and dev.startswith("opencl") else (lambda: None)
     model_start = time.perf_counter()
@@ -48,7 +53,27 @@ def child(kind: str, device: str) -> None:
         sync()
         times.append(time.perf_counter())
     print("RESULT " + json.dumps({"import": imported - start, "first": times[0] - model_start,
-                                  "second": times[1] - times[0], **programs.stats}))
+                                  "second": times[1] - times[0], **programs.stats,
+                                  "recorded": repr(programs._recording)}))
+
+
+def record_groups(device: str) -> None:
+    """Run each step in a fresh process with kernel recording on and write the group table: one group per step,
+    the RNN's group holding only what the MNIST one lacks."""
+    import ast
+
+    from clgrad.backends.opencl import groups
+
+    table, seen = {}, set()
+    for kind in ("mnist", "rnn"):
+        env = {**os.environ, "CLGRAD_PROGRAM_GROUPS": "0"}
+        members = ast.literal_eval(run_child(f"record-{kind}", device, env)["recorded"])
+        table[kind] = tuple(m for m in dict.fromkeys(members) if m not in seen)
+        seen.update(members)
+    path = os.path.join(HERE, "..", "clgrad", "backends", "opencl", "group_table.py")
+    with open(path, "w") as f:
+        f.write(groups.table_source(table))
+    print(f"wrote {os.path.normpath(path)}: " + ", ".join(f"{k} {len(v)} kernels" for k, v in table.items()))
 
 
 def programs_note(result: dict) -> str:
@@ -70,6 +95,12 @@ def main(argv=None):
     argv = list(sys.argv[1:] if argv is None else argv)
     if "--child" in argv:
         child(argv[argv.index("--child") + 1], argv[argv.index("--device") + 1])
+        return None
+    if "--record-groups" in argv:
+        sys.path.insert(0, HERE)
+        from common import default_device  # noqa: E402
+
+        record_groups(argv[argv.index("--device") + 1] if "--device" in argv else default_device())
         return None
     sys.path.insert(0, HERE)
     from common import Bench, at_most, fmt_time  # noqa: E402

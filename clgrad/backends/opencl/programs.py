@@ -4,6 +4,10 @@ Keys are (template, kernel name, render parameters, argument types); the rendere
 device identity also key an on-disk binary cache, so the next process skips the compiler.
 ``CLGRAD_NO_CACHE=1`` turns the disk cache off; ``clear()`` empties the in-memory caches.
 
+A kernel listed in a program group (groups.py) is built together with the rest of its group as one program, where
+that saves compiler time (PoCL; ``CLGRAD_PROGRAM_GROUPS=0`` or ``1`` turns groups off or on for every device); if
+the group's program fails to build, each of its kernels is built alone.
+
 While ``clgrad.profiler`` is recording, ``get_kernel`` returns the kernel wrapped so that each launch reports its
 event; code that keeps kernels or queues in its own caches registers ``add_cache_listener`` so it drops them when
 that switches (and on ``clear()``).
@@ -21,7 +25,7 @@ from pathlib import Path
 from mako.lookup import TemplateLookup
 
 from ... import __version__
-from . import runtime
+from . import groups, runtime
 
 KERNEL_DIR = Path(__file__).resolve().parents[2] / "kernels"
 _lookup = TemplateLookup(directories=[str(KERNEL_DIR)], strict_undefined=True, input_encoding="utf-8")
@@ -32,6 +36,10 @@ stats = {"builds": 0, "disk_hits": 0}
 _programs: dict = {}
 _recorder = None  # the active profiler's record(name, dev, event, host_start_ns, host_end_ns), or None
 _listeners: list = []  # callables that drop caches holding kernels or queues (see add_cache_listener)
+# built groups by (device index, group name): member key -> (program, kernel name in it); members missing from it
+# (their program failed to build, or they did not render) are built alone
+_groups_built: dict = {}
+_recording: list | None = None  # while not None, the (template, name, params) of every kernel built are appended
 
 
 def render(template: str, **params) -> str:
@@ -46,14 +54,18 @@ def get_kernel(dev: runtime.CLDevice, template: str, name: str, arg_dtypes: tupl
     calls skip argument inspection.
     """
     # the argument types are part of the key: a cached kernel carries the scalar types set on it
-    key = (template, name, tuple(sorted(params.items())), tuple(arg_dtypes))
+    items = tuple(sorted(params.items()))
+    key = (template, name, items, tuple(arg_dtypes))
     kernel = dev.kernels.get(key)
     if kernel is None:
         import pyopencl as cl
 
-        source = render(template, name=name, **params)
-        program = _build(dev, source, name)
-        kernel = cl.Kernel(program, name)
+        if _recording is not None:
+            _recording.append((template, name, items))
+        program, real_name = _grouped(dev, (template, name, items))
+        if program is None:
+            program, real_name = _build(dev, render(template, name=name, **params), name), name
+        kernel = cl.Kernel(program, real_name)
         kernel.set_scalar_arg_dtypes(list(arg_dtypes))
         kernel = dev.kernels[key] = LockedKernel(kernel)
     return kernel if _recorder is None else RecordedKernel(kernel, name, dev)
@@ -123,7 +135,58 @@ def clear() -> None:
     for dev in runtime.devices():
         dev.kernels.clear()
     _programs.clear()
+    _groups_built.clear()
     invalidate()
+
+
+def _grouped(dev: runtime.CLDevice, member: tuple) -> tuple:
+    """(program, kernel name) of ``member`` = (template, name, sorted params) from its group's program, built on
+    first use; (None, None) when it is in no group, groups are off on ``dev``, or its group program failed."""
+    group = groups.group_of(member)
+    if group is None or not _groups_on(dev):
+        return None, None
+    built = _groups_built.get((dev.index, group))
+    if built is None:
+        built = _groups_built[(dev.index, group)] = build_group(dev, groups.members(group), group)
+    return built.get(member, (None, None))
+
+
+def build_group(dev: runtime.CLDevice, members, label: str = "group") -> dict:
+    """Build ``members`` ((template, name, sorted params) each) as few programs as their pragmas allow; returns
+    member -> (program, its kernel's name there) for the members built. A member that fails to render (a stale
+    table entry) or whose program fails to compile is left out, so the caller builds it alone."""
+    sources: dict = {}  # source -> members rendering it (an elementwise bundle is one source for all its ops)
+    for member in members:
+        template, name, items = member
+        try:
+            source = render(template, name=name, **dict(items))
+        except Exception:  # a parameter the template no longer takes: the entry is stale, not an error
+            continue
+        sources.setdefault(source, []).append(member)
+    by_pragmas: dict = {}
+    for source in sources:
+        by_pragmas.setdefault(groups.pragmas(source), []).append(source)
+    built = {}
+    for part in by_pragmas.values():
+        combined, renames = groups.combine(part)
+        try:
+            program = _build(dev, combined, f"{label} ({len(part)} sources)")
+        except RuntimeError:  # one bad member must not take the others down: they are then built alone
+            continue
+        for source, rename in zip(part, renames):
+            for member in sources[source]:
+                if member[1] in rename:
+                    built[member] = (program, rename[member[1]])
+    return built
+
+
+def _groups_on(dev: runtime.CLDevice) -> bool:
+    """Groups pay where a program's build costs much more than its kernels' share: PoCL, which generates code
+    per kernel on first launch. A device that compiles every kernel at build time would compile unused ones."""
+    flag = os.environ.get("CLGRAD_PROGRAM_GROUPS", "")
+    if flag in ("0", "1"):
+        return flag == "1"
+    return dev.props.platform == "Portable Computing Language"
 
 
 def cache_dir() -> Path | None:

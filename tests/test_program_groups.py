@@ -1,0 +1,115 @@
+"""Program groups (clgrad/backends/opencl/groups.py): kernels of several templates built as one program compute
+exactly what they compute built alone, a member that does not compile leaves the others working, and the shipped
+table still renders."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import clgrad
+from clgrad.backends.opencl import group_table, groups, programs, runtime
+
+
+@pytest.fixture
+def cl_dev(device):
+    if device == "cpu":
+        pytest.skip("OpenCL only")
+    return runtime.get(int(device.split(":")[1]))
+
+
+def work(device):
+    """Ops whose kernels clash when naively concatenated: two elementwise bundles (same kernel and helper names,
+    different layouts), and reduce and softmax kernels (both #define ACC and IDX)."""
+    g = np.random.default_rng(1)
+    x = clgrad.tensor(g.standard_normal((5, 7)).astype(np.float32), device=device)
+    y = clgrad.tensor(g.standard_normal((7, 5)).astype(np.float32), device=device)
+    return [x + 1.5, x * y.t(), x.sum(1), clgrad.nn.functional.log_softmax(x, 1)]
+
+
+def run(device, monkeypatch, grouped: str, table=None) -> list:
+    """``work`` with groups on or off and ``table`` as the group table, from empty kernel caches."""
+    monkeypatch.setenv("CLGRAD_PROGRAM_GROUPS", grouped)
+    if table is not None:
+        monkeypatch.setattr(group_table, "GROUPS", table)
+        monkeypatch.setattr(groups, "_index", None)
+    programs.clear()
+    return [t.cpu().numpy() for t in work(device)]
+
+
+@pytest.fixture
+def recorded(cl_dev, device, monkeypatch):
+    """(results of ``work`` built kernel by kernel, the members it requested)."""
+    monkeypatch.setattr(programs, "_recording", [])
+    expected = run(device, monkeypatch, "0")
+    members = tuple(dict.fromkeys(programs._recording))
+    monkeypatch.setattr(programs, "_recording", None)
+    yield expected, members
+    monkeypatch.undo()
+    programs.clear()
+    groups._index = None
+
+
+def test_grouped_kernels_compute_the_same(cl_dev, device, monkeypatch, recorded):
+    expected, members = recorded
+    assert len({m[0] for m in members}) >= 3  # several templates
+    got = run(device, monkeypatch, "1", {"test": members})
+    built = programs._groups_built[(cl_dev.index, "test")]
+    assert set(built) == set(members)
+    assert len({id(program) for program, _ in built.values()}) == 1  # one program for all of them
+    for g, e in zip(got, expected):
+        np.testing.assert_array_equal(g, e)
+
+
+def test_failing_member_falls_back_to_single_builds(cl_dev, device, monkeypatch, recorded):
+    expected, members = recorded
+    # an elementwise member whose expression does not compile: the group's program fails as a whole
+    template, _, items = next(m for m in members if m[0] == "elementwise")
+    bad = dict(items)
+    bad["kernels"] = (("broken_float", "no_such_function(x)"),)
+    broken = (template, "broken_float", tuple(sorted(bad.items())))
+    got = run(device, monkeypatch, "1", {"test": members + (broken,)})
+    assert programs._groups_built[(cl_dev.index, "test")] == {}
+    for g, e in zip(got, expected):
+        np.testing.assert_array_equal(g, e)
+
+
+def test_groups_off_by_default_except_pocl(cl_dev, monkeypatch):
+    monkeypatch.delenv("CLGRAD_PROGRAM_GROUPS", raising=False)
+    assert programs._groups_on(cl_dev) == (cl_dev.props.platform == "Portable Computing Language")
+
+
+def test_shipped_table_renders():
+    """A member whose template no longer takes its parameters would silently be built alone: re-record the
+    table (python bench/startup.py --record-groups) when this fails."""
+    for members in group_table.GROUPS.values():
+        for template, name, items in members:
+            programs.render(template, name=name, **dict(items))
+            assert groups.group_of((template, name, items)) is not None
+
+
+SNIPPET = """\
+#pragma OPENCL EXTENSION cl_khr_fp64 : enable
+#define ACC float  // a macro
+typedef struct { int a; } pair_t;
+struct tagged { int b; };
+__constant float TABLE[2] = {1, 2};
+/* a comment with a fake(function) { } */
+inline ACC combine(ACC a, ACC b) { return a + b; }
+__kernel __attribute__((reqd_work_group_size(2, 1, 1)))
+void k_float(__global ACC *out) { if (1) { out[0] = combine(1, 2); } }
+__kernel void k2_float(__global ACC *out) { out[0] = TABLE[1]; }
+"""
+
+
+def test_file_scope_names():
+    names, kernels = groups.file_scope_names(SNIPPET)
+    assert names == ["pair_t", "tagged", "TABLE", "combine", "k_float", "k2_float"]
+    assert kernels == ["k_float", "k2_float"]
+    assert groups.pragmas(SNIPPET) == ("#pragma OPENCL EXTENSION cl_khr_fp64 : enable",)
+
+
+def test_combine_renames_per_member():
+    source, renames = groups.combine([SNIPPET, SNIPPET])
+    assert renames == [{"k_float": "k_float__g0", "k2_float": "k2_float__g0"},
+                       {"k_float": "k_float__g1", "k2_float": "k2_float__g1"}]
+    assert "#define combine combine__g1\n" in source and source.count("#undef ACC\n") == 2
