@@ -227,8 +227,8 @@ def test_primitive_strides(device, case):
 
 
 SUM_CASES = [  # (B, chunks, M, K, N, b transposed): out[z] = the sum of a[i] @ b[i] over chunk z's batches
-    (5, 2, 10, 37, 25, True),  # a short last chunk; few rows and columns (the narrow tiling)
-    (7, 3, 20, 9, 70, True),  # 17-32 rows: one row tile; K below the slab depth
+    (5, 2, 10, 37, 25, True),  # a short last chunk; few rows and columns
+    (7, 3, 20, 9, 70, True),  # 17-32 rows (3 row tiles on CPU devices); K below the slab depth
     (4, 4, 33, 70, 13, False),  # one batch per chunk; a product taller than the short tilings
     (3, 1, 1, 40, 130, False),  # a single chunk; a skinny product
     (6, 2, 40, 5, 1, True),  # a matrix @ vector one, computed transposed
@@ -253,8 +253,8 @@ def test_matmul_sum(device, case):
 def _force_tiling(monkeypatch, table):
     """Pick tilings from the ``table`` tables ('gpu' or 'cpu') whatever the device class."""
     chosen = clmatmul.tiling
-    monkeypatch.setattr(clmatmul, "tiling", lambda dev, acc, skinny=False, short=False, narrow=False:
-                        chosen(dev, acc, skinny, kind=table, short=short, narrow=narrow))
+    monkeypatch.setattr(clmatmul, "tiling", lambda dev, acc, skinny=False, short=False:
+                        chosen(dev, acc, skinny, kind=table, short=short))
 
 
 @pytest.mark.parametrize("table", ["gpu", "cpu"])
@@ -306,7 +306,7 @@ def test_simulator_clean(device, monkeypatch, capfd, table):
     a, v = rand((35,)), rand((35, 67))  # a skinny product, and a matrix @ vector one computed transposed
     check(clgrad.matmul(make(a, device), make(v, device, "transposed")), a, v)
     check(clgrad.matmul(make(v.T.copy(), device, "sliced"), make(a, device)), v.T.copy(), a)
-    for m in (10, 20):  # batch-summed products (conv weight gradients): narrow and one-row-tile tilings
+    for m in (10, 20):  # batch-summed products (conv weight gradients) with short tilings
         x, y = rand((3, m, 35)), rand((3, 35, 27))
         xt, yt = make(x, device), make(y, device, "transposed")
         out = Tensor._empty((2, m, 27), clgrad.float32, xt.device)

@@ -12,11 +12,14 @@
 ## crossing the edge element by element, zero-filled past M, N and K, so any size works and K == 0 leaves
 ## the zeros the accumulators start with.
 ##
-## With bsum, out[z] = sum of a[b] @ b[b] over the batches b of chunk z ([z*per, z*per + per) clipped to NB): the
-## batch loop wraps the k loop, so the accumulators stay in registers (a convolution's weight gradient, which
-## would otherwise write and then reduce one product per sample).
+## out[z] = sum of a[b] @ b[b] over the batches b of chunk z ([z*per, z*per + per) clipped to NB): the batch loop
+## wraps the k loop, so the accumulators stay in registers (a convolution's weight gradient, which would otherwise
+## write and then reduce one product per sample); a plain product has per = 1.
+## With ``bias`` (float and double) the kernel takes a bias pointer: when it is not NULL, bias[n] is added to
+## every row in the store (linear's bias). Both are run-time choices so that one kernel serves all four uses:
+## on PoCL each kernel costs 1-3 s of code generation on first use.
 ##
-## Render kwargs: name, ctype (storage type), acc (accumulator type), fp64, idx_t, tm, tn, tk, wm, wn, vw, bsum.
+## Render kwargs: name, ctype (storage type), acc (accumulator type), fp64, idx_t, tm, tn, tk, wm, wn, vw, bias.
 <%
   lx, ly = tn // (wn * vw), tm // wm
   nt = lx * ly
@@ -114,7 +117,7 @@ void ${name}(
     __global ${ctype} *out, ${idx_t} out_off,
     __global const ${ctype} *a, ${idx_t} a_off, ${idx_t} a_sb, ${idx_t} a_sm, ${idx_t} a_sk,
     __global const ${ctype} *b, ${idx_t} b_off, ${idx_t} b_sb, ${idx_t} b_sk, ${idx_t} b_sn,
-    ${idx_t} M, ${idx_t} N, ${idx_t} K${", " + idx_t + " NB, " + idx_t + " per" if bsum else ""}${", __global const " + ctype + " *bias, " + idx_t + " bias_off" if bias else ""})
+    ${idx_t} M, ${idx_t} N, ${idx_t} K, ${idx_t} NB, ${idx_t} per${", __global const " + ctype + " *bias, " + idx_t + " bias_off" if bias else ""})
 {
     __local ${acc} As[${tm}][${tk + pad}];
     __local ${acc} Bs[${tk}][${tn + pad}];
@@ -126,13 +129,9 @@ void ${name}(
     ${vt(vw)} ${", ".join(f"acc{i}_{j} = 0" for j in range(wn))};
 % endfor
 
-% if bsum:
     const ${idx_t} b_end = min(batch * per + per, NB);
     for (${idx_t} bb = batch * per; bb < b_end; ++bb) {
     const ${idx_t} a_base = a_off + bb * a_sb, b_base = b_off + bb * b_sb;
-% else:
-    const ${idx_t} a_base = a_off + batch * a_sb, b_base = b_off + batch * b_sb;
-% endif
     for (${idx_t} k0 = 0; k0 < K; k0 += ${tk}) {
         // the branches are uniform over the work-group: only edge tiles pay for bounds checks
         if (m0 + ${tm} <= M && k0 + ${tk} <= K) {
@@ -165,9 +164,7 @@ ${copy_any("b", ("n", "k"), True)}\
         }
         barrier(CLK_LOCAL_MEM_FENCE);
     }
-% if bsum:
     }
-% endif
 
     const ${idx_t} o_base = out_off + batch * M * N;
 % for i in range(wm):
@@ -181,7 +178,7 @@ ${copy_any("b", ("n", "k"), True)}\
 %     if vw > 1:
                 if (n + ${vw} <= N) {
 %       if bias:
-                    acc${i}_${j} += vload${vw}(0, bias + bias_off + n);  /* linear's bias, fused (float/double) */
+                    if (bias) acc${i}_${j} += vload${vw}(0, bias + bias_off + n);  /* linear's bias (float/double) */
 %       endif
 %       if half:
                     vstore_half${vw}_rte(acc${i}_${j}, 0, out + o);
@@ -195,7 +192,7 @@ ${copy_any("b", ("n", "k"), True)}\
                     vstore${vw}(acc${i}_${j}, 0, part);
                     for (int v = 0; v < ${vw} && n + v < N; ++v) {
 %       if bias:
-                        part[v] += bias[bias_off + n + v];
+                        if (bias) part[v] += bias[bias_off + n + v];
 %       endif
 %       if half:
                         vstore_half_rte(part[v], o + v, out);
@@ -207,7 +204,7 @@ ${copy_any("b", ("n", "k"), True)}\
 %     elif half:
                 if (n < N) vstore_half_rte(acc${i}_${j}, o, out);
 %     elif bias:
-                if (n < N) out[o] = (${ctype})(acc${i}_${j} + bias[bias_off + n]);
+                if (n < N) out[o] = (${ctype})(bias ? acc${i}_${j} + bias[bias_off + n] : acc${i}_${j});
 %     else:
                 if (n < N) out[o] = (${ctype})acc${i}_${j};
 %     endif

@@ -23,7 +23,7 @@ from .matmul import TILINGS, Tiling
 
 # a representative product (M, K, N) per table, in the sizes the table serves
 SIZES = {"cpu": (512, 512, 512), "gpu": (512, 512, 512), "cpu_skinny": (1, 1024, 1024), "gpu_skinny": (1, 1024, 1024),
-         "cpu_short": (16, 512, 2048), "cpu_short_narrow": (16, 2048, 32)}
+         "cpu_short": (16, 512, 2048)}
 # candidates beyond the tables' own entries
 EXTRA = {"cpu": (Tiling(64, 64, 32, 8, 2, 16), Tiling(64, 32, 64, 8, 1, 16), Tiling(32, 64, 64, 8, 2, 16)),
          "gpu": (Tiling(64, 64, 8, 4, 4, 1), Tiling(32, 64, 16, 2, 4, 1)),

@@ -43,35 +43,35 @@ class Tiling(NamedTuple):
 # work-group as a loop over its work-items): 16 work-items, each 8 rows x two 16-wide vectors, so the inner
 # loop is 16 independent SIMD FMAs; a deep tk means few barriers, which PoCL pays for by spilling the
 # accumulators. On PoCL 3.1 (AVX-512, 2 cores), 1024^2 float32 kernels ran at ~220 GFLOP/s (OpenBLAS ~230),
-# one vector per row 5-20% slower (but half the ~2 s build), tk 32 ~25% slower, the GPU tiling 12x slower.
+# one vector per row 5-20% slower (but half the ~2 s build), the GPU tiling 12x slower. tk 32 and tk 64 were
+# within noise of each other (185-227 GFLOP/s at 1024^2 and 2048^2, alternating runs), and tk 32 also serves
+# short-K products (a conv's input gradient): one kernel instead of two, and each matmul kernel costs PoCL
+# 1-3 s of code generation on first use, which is most of a cold first training step.
 # The skinny tilings (one output row per work-group) serve products with at most SKINNY_M rows, such as a
 # vector times a matrix, where a 64-row tile would compute mostly padding.
 TILINGS = {
     "gpu": (Tiling(64, 64, 16, 4, 4, 1), Tiling(32, 32, 16, 2, 2, 1), Tiling(8, 8, 8, 1, 1, 1)),
-    "cpu": (Tiling(64, 64, 64, 8, 2, 16), Tiling(32, 32, 16, 4, 1, 16), Tiling(8, 8, 8, 1, 1, 1)),
+    "cpu": (Tiling(64, 64, 32, 8, 2, 16), Tiling(32, 32, 16, 4, 1, 16), Tiling(8, 8, 8, 1, 1, 1)),
     "gpu_skinny": (Tiling(1, 128, 32, 1, 1, 1), Tiling(1, 32, 16, 1, 1, 1)),
     "cpu_skinny": (Tiling(1, 256, 128, 1, 2, 16), Tiling(1, 64, 32, 1, 1, 16), Tiling(1, 32, 16, 1, 1, 1)),
-    # few rows (a conv's output channels as M): an 8-row tile; measured on PoCL for the MNIST convs, the
-    # products took 0.3-0.6 ms instead of 0.9-3.3 ms with the 64-row tile
-    "cpu_short": (Tiling(8, 64, 32, 8, 2, 16), Tiling(8, 32, 16, 8, 1, 16), Tiling(8, 8, 8, 1, 1, 1)),
-    # few rows and columns (the weight gradient of a conv with few input channels, e.g. [10, 25]): a 32-wide
-    # tile wastes less of the padding
-    "cpu_short_narrow": (Tiling(16, 32, 32, 8, 2, 16), Tiling(8, 32, 16, 8, 1, 16), Tiling(8, 8, 8, 1, 1, 1)),
+    # few rows (a conv's output channels as M, a recurrent layer's batch): a 16x32 tile; measured on PoCL for the
+    # MNIST convs, the products took 0.3-0.6 ms instead of 0.9-3.3 ms with the 64-row tile. Against an 8x64 tile
+    # it was as fast on the conv forward and recurrent products and 2-5x faster on conv1's batch-summed weight
+    # gradient [10, 25]; a 24-row tile was faster on conv2's [20, 250] only. One short tiling, because each
+    # matmul kernel is 1-3 s of PoCL code generation in a cold start.
+    "cpu_short": (Tiling(16, 32, 32, 8, 2, 16), Tiling(8, 32, 16, 8, 1, 16), Tiling(8, 8, 8, 1, 1, 1)),
 }
 SKINNY_M = 4
 SHORT_M = 32  # CPU devices: products with at most this many rows use the "cpu_short" tilings
-NARROW_N = 32  # ... and of those, the ones with at most this many columns the "cpu_short_narrow" ones
 
 
-def tiling(dev, acc: str, skinny: bool = False, kind: str | None = None, short: bool = False,
-           narrow: bool = False) -> Tiling:
+def tiling(dev, acc: str, skinny: bool = False, kind: str | None = None, short: bool = False) -> Tiling:
     """The tiling used on ``dev`` from the ``kind`` tables ('gpu' or 'cpu'; by default GPUs and
-    accelerators get 'gpu', CPUs and simulators 'cpu'); ``short`` picks CPUs' few-row tilings, ``narrow``
-    (with ``short``) their few-column ones."""
+    accelerators get 'gpu', CPUs and simulators 'cpu'); ``short`` picks CPUs' few-row tilings."""
     kind = kind or ("gpu" if dev.rank < 2 else "cpu")
     suffix = "_skinny" if skinny else ""
     if short and not skinny and kind == "cpu":
-        suffix = "_short_narrow" if narrow else "_short"
+        suffix = "_short"
     table = TILINGS[kind + suffix]
     from . import autotune  # autotune imports this module
 
@@ -163,11 +163,7 @@ class CLMatmul:
             a, b, out = _transposed(out, a, b)
             m, n = 1, m
         acc = _ACC.get(dt.ctype, "uint")
-        t = tiling(dev, acc, skinny=m <= SKINNY_M, short=m <= SHORT_M, narrow=n <= NARROW_N)
-        if dev.rank >= 2 and per and t.vw > 1 and 16 < m <= SHORT_M:
-            # a batch-summed product (a conv's weight gradient) with up to 32 rows: one row tile reads each
-            # column of b once; on PoCL the MNIST conv2 weight gradient took ~30% less than with 8-row tiles
-            t = Tiling(8 * -(-m // 8), 64, 32, 8, 2, 16)
+        t = tiling(dev, acc, skinny=m <= SKINNY_M, short=m <= SHORT_M)
         if dev.rank >= 2 and k <= 32 < t.tk and t.vw > 1:
             # a short K (a conv's input gradient: K = output channels) would be padded to the whole slab:
             # on PoCL a 250x20x4096 product took 1.6 ms with tk 64 and 0.6 ms with tk 32. One bucket only, so
@@ -176,20 +172,22 @@ class CLMatmul:
         # the largest element index each operand's kernel arithmetic reaches, less the operand's offset
         reach = (_reach(a, (0, t.tm, t.tk)) - a._offset, _reach(b, (0, t.tk, t.tn)) - b._offset,
                  _reach(out, (0, t.tm, t.tn)) - out._offset, 0 if bias is None else n + t.tn)
-        params = dict(ctype=dt.ctype, acc=acc, fp64=dt is D.float64, bsum=per > 0, bias=bias is not None,
-                      **t._asdict())
+        # one kernel form per tiling: the batch loop (a plain product steps one batch per output matrix) and, for
+        # float and double, a bias pointer that is NULL when there is none (each form is a PoCL code generation)
+        has_bias = dt in (D.float32, D.float64)
+        params = dict(ctype=dt.ctype, acc=acc, fp64=dt is D.float64, bias=has_bias, **t._asdict())
         kernels = {}
         for big in (False, True):
             idx_np = np.int64 if big else np.int32
-            arg_dtypes = (None, idx_np) + (None, idx_np, idx_np, idx_np, idx_np) * 2 + (idx_np,) * (5 if per else 3)
-            arg_dtypes += (None, idx_np) if bias is not None else ()
-            kernels[big] = (f"matmul{'_sum' if per else ''}{'_bias' if bias is not None else ''}_{dt.ctype}",
-                            arg_dtypes, dict(params, idx_t="long" if big else "int"))
+            arg_dtypes = (None, idx_np) + (None, idx_np, idx_np, idx_np, idx_np) * 2 + (idx_np,) * 5
+            arg_dtypes += (None, idx_np) if has_bias else ()
+            kernels[big] = (f"matmul_{dt.ctype}", arg_dtypes, dict(params, idx_t="long" if big else "int"))
         a_sb, a_sm, a_sk = _strides(a)
         b_sb, b_sk, b_sn = _strides(b)
         lx, ly, _ = t.local_size
         grid = (-(-n // t.tn) * lx, -(-m // t.tm) * ly)
         local = (lx, ly, 1)
+        step = per or 1  # batches summed into each output matrix
         built = {}
 
         def launch(out, a, b, bias):
@@ -202,19 +200,12 @@ class CLMatmul:
                 name, arg_dtypes, kparams = kernels[big]
                 kernel = built[big] = programs.get_kernel(dev, "matmul", name, arg_dtypes, kparams)
             queue = dev.queue
-            if per:  # a_sb/b_sb step the batch loop inside the kernel; the 3rd dimension counts chunks
-                for start in range(0, nz, MAX_BATCH):
-                    count = min(MAX_BATCH, nz - start)
-                    kernel(queue, grid + (count,), local, out._storage.data, out._offset + start * m * n,
-                           a._storage.data, a._offset + start * per * a_sb, a_sb, a_sm, a_sk,
-                           b._storage.data, b._offset + start * per * b_sb, b_sb, b_sk, b_sn,
-                           m, n, k, nb - start * per, per)
-                return
-            extra = (bias._storage.data, bias._offset) if bias is not None else ()
-            for start in range(0, nb, MAX_BATCH):
-                count = min(MAX_BATCH, nb - start)
+            extra = () if not has_bias else (None, 0) if bias is None else (bias._storage.data, bias._offset)
+            for start in range(0, nz, MAX_BATCH):  # the 3rd dimension counts output matrices
+                count = min(MAX_BATCH, nz - start)
                 kernel(queue, grid + (count,), local, out._storage.data, out._offset + start * m * n,
-                       a._storage.data, a._offset + start * a_sb, a_sb, a_sm, a_sk,
-                       b._storage.data, b._offset + start * b_sb, b_sb, b_sk, b_sn, m, n, k, *extra)
+                       a._storage.data, a._offset + start * step * a_sb, a_sb, a_sm, a_sk,
+                       b._storage.data, b._offset + start * step * b_sb, b_sb, b_sk, b_sn,
+                       m, n, k, nb - start * step, step, *extra)
 
         return launch
