@@ -47,8 +47,29 @@ def _product(op: str, a, b):
     return out
 
 
+def _mm_fast(a, b):
+    """The common product, two 2-D tensors of one dtype on one device with nothing to record, straight to the
+    backend; None for anything else (the general path then checks and raises). The general path's checks and
+    views cost ~10 us, a third of a small product's time on PoCL."""
+    from ..tensor import Tensor
+
+    sa, sb = getattr(a, "_shape", None), getattr(b, "_shape", None)
+    if sa is None or sb is None or len(sa) != 2 or len(sb) != 2 or sa[1] != sb[0] or a.dtype is not b.dtype:
+        return None
+    if a.dtype is D.bool or a._storage.device != b._storage.device or needs_graph(a, b):
+        return None
+    (m, k), n = sa, sb[1]
+    out = Tensor._empty((m, n), a.dtype, a.device)
+    backends.get(a.device).matmul(out._view((1, m, n), (m * n, n, 1)), a._view((1, m, k), (0,) + a._strides),
+                                  b._view((1, k, n), (0,) + b._strides))
+    return out
+
+
 def mm(input, mat2):
     """Matrix product of two 2-D tensors: ``clgrad.mm(a, b)`` for a [n, m] and b [m, p] gives [n, p]."""
+    out = _mm_fast(input, mat2)
+    if out is not None:
+        return out
     _check_tensors("mm", input=input, mat2=mat2)
     if needs_graph(input, mat2):
         return Matmul.apply(input, mat2, "mm")
@@ -185,6 +206,9 @@ def matmul(input, other):
     >>> clgrad.matmul(clgrad.ones(2, 1, 3, 4), clgrad.ones(5, 4, 2)).shape
     clgrad.Size([2, 5, 3, 2])
     """
+    out = _mm_fast(input, other)
+    if out is not None:
+        return out
     _check_tensors("matmul", input=input, other=other)
     if needs_graph(input, other):
         return Matmul.apply(input, other, "matmul")

@@ -43,10 +43,10 @@ class Tiling(NamedTuple):
 # work-group as a loop over its work-items): 16 work-items, each 8 rows x two 16-wide vectors, so the inner
 # loop is 16 independent SIMD FMAs; a deep tk means few barriers, which PoCL pays for by spilling the
 # accumulators. On PoCL 3.1 (AVX-512, 2 cores), 1024^2 float32 kernels ran at ~220 GFLOP/s (OpenBLAS ~230),
-# one vector per row 5-20% slower (but half the ~2 s build), the GPU tiling 12x slower. tk 32 and tk 64 were
-# within noise of each other (185-227 GFLOP/s at 1024^2 and 2048^2, alternating runs), and tk 32 also serves
-# short-K products (a conv's input gradient): one kernel instead of two, and each matmul kernel costs PoCL
-# 1-3 s of code generation on first use, which is most of a cold first training step.
+# one vector per row 5-20% slower (but half the ~2 s build), the GPU tiling 12x slower. tk 32 rather than 64:
+# tk 64 took 5-20% less device time on the MNIST and two-layer products and 12% less at 512^2, but its unrolled
+# slab loop costs PoCL ~3x the code generation, and tk 32 also serves short-K products (a conv's input
+# gradient), so one kernel instead of two: a cold first MNIST step took 19 s with both, 10.5-12.5 s with tk 32.
 # The skinny tilings (one output row per work-group) serve products with at most SKINNY_M rows, such as a
 # vector times a matrix, where a 64-row tile would compute mostly padding.
 TILINGS = {
