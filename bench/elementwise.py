@@ -5,7 +5,8 @@
 GB/s counts 16 bytes per output element (three float reads and one write) for every variant, so the rates compare
 with the reference: a raw pyopencl kernel with one work-item per element on the contiguous arrays, the launch
 geometry the issue found fastest on PoCL. ``a*b+c`` runs as two kernels in clgrad, numpy and torch alike;
-``addcmul`` is the same math in one kernel.
+``addcmul`` is the same math in one kernel, and so is ``clgrad.compile``'s fused ``a*b+c`` (its rows leave torch
+out: torch.compile needs a C++ toolchain on CPU).
 """
 from __future__ import annotations
 
@@ -50,6 +51,7 @@ def main(argv=None) -> Bench:
         ref_sync = raw.sync
     work = 16.0 * n
     target = at_least(0.9, "ref")
+    fma = clgrad.compile(lambda x, y, z: x * y + z)
     cases = [
         ("a*b+c contiguous", lambda: ca * cb + cc, lambda: a * bb + c, T and (lambda: ta * tb + tc), target),
         ("addcmul(c, a, b) contiguous", lambda: clgrad.addcmul(cc, ca, cb), None,
@@ -58,6 +60,9 @@ def main(argv=None) -> Bench:
          at_least(0.5, "ref")),
         ("a*row+col broadcast", lambda: ca * crow + ccol, lambda: a * row + col, T and (lambda: ta * trow + tcol),
          at_least(0.5, "ref")),
+        ("compile(a*b+c) contiguous", lambda: fma(ca, cb, cc), None, None, target),
+        ("compile(a*b+c) a.T strided", lambda: fma(ca.t(), cb, cc), None, None, at_least(0.5, "ref")),
+        ("compile(a*b+c) row, col broadcast", lambda: fma(ca, crow, ccol), None, None, at_least(0.5, "ref")),
     ]
     for name, cfn, nfn, tfn, tgt in cases:
         name = f"{name} ({count(n)})"

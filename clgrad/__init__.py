@@ -30,6 +30,7 @@ from .ops.conv import *  # noqa: F401,F403
 from .ops.nnops import *  # noqa: F401,F403
 from . import autograd, datasets, distributed, nn, optim, profiler, utils  # noqa: F401
 from .serialization import CheckpointError, load, save  # noqa: F401
+from .compiler import compile  # noqa: F401,A004
 from .autograd import no_grad, enable_grad, set_grad_enabled, inference_mode, is_grad_enabled  # noqa: F401
 from .autograd.grad_mode import is_inference_mode_enabled  # noqa: F401
 from .tensor import contiguous_format, preserve_format  # noqa: F401

@@ -3,8 +3,10 @@
 ## program: a PoCL build costs about the same for 1 kernel or 40, and code is generated per kernel on first use.
 ## Inputs arrive already broadcast to the output's shape (stride 0 on broadcast dims) and with
 ## dims coalesced by the launcher, so `ndim` is small. A contiguous operand skips index math.
+## ``prelude``: statements run after the loads, before the store (``clgrad.compile``'s fused chains: one statement
+## per op, so the compiler contracts a multiply and an add into an fma exactly where the op's own kernel would).
 <%
-  letters = "abcd"
+  letters = "abcdefgh"
   strided = (not out_contig) or any((not contig) and (not scalar) for scalar, _, _, contig in args)
   def load(k, arg):
       scalar, ctype, load_t, contig = arg
@@ -189,6 +191,9 @@ __kernel void ${name}(
 % endif
 % for k, arg in enumerate(args):
     ${"uchar" if arg[2] == "bool" else arg[2]} ${letters[k]} = ${load(k, arg)};
+% endfor
+% for statement in prelude:
+    ${statement}
 % endfor
 % if out_cast == "half":
     // double -> float -> half, as c10::Half converts

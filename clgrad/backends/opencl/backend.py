@@ -6,7 +6,7 @@ import numpy as np
 from ... import dtypes as D
 from ...device import device
 from ...storage import Storage
-from ..ewtable import OPS
+from ..ewtable import OPS, EwOp
 from . import programs, runtime
 from .conv import CLConv
 from .index import CLIndex
@@ -134,6 +134,8 @@ class OpenCLBackend(CLReduce, CLMatmul, CLRandom, CLIndex, CLScan, CLConv, CLNN,
             return
         if offset < 0 or offset + host.size > storage.size:
             raise RuntimeError(f"write of {host.size} elements at offset {offset} overflows a storage of {storage.size}")
+        if programs.tracing is not None:
+            programs.tracing.transfers += 1
         dev = runtime.get(storage.device.index)
         data = np.ascontiguousarray(host, dtype=storage.dtype.np)
         # blocking: the caller may reuse or mutate its host array as soon as we return
@@ -145,6 +147,8 @@ class OpenCLBackend(CLReduce, CLMatmul, CLRandom, CLIndex, CLScan, CLConv, CLNN,
         if not t.is_contiguous():
             t = t.contiguous()
         host = np.empty(t.shape, t.dtype.np)
+        if programs.tracing is not None:
+            programs.tracing.transfers += 1
         if host.size:
             dev = self.dev(t)
             cl.enqueue_copy(dev.queue, host, t._storage.data, src_offset=t._offset * t.dtype.itemsize, is_blocking=True)
@@ -178,11 +182,19 @@ class OpenCLBackend(CLReduce, CLMatmul, CLRandom, CLIndex, CLScan, CLConv, CLNN,
             launch = _LAUNCHERS[key] = self._build_launcher(op, out, inputs, compute, big)
         return launch
 
-    def _build_launcher(self, op: str, out, inputs, compute: D.dtype, big: bool):
+    def fused_launcher(self, name: str, expr: str, prelude: tuple, out, inputs, compute: D.dtype):
+        """A ``launch(out, inputs)`` of one generated kernel: ``prelude`` statements, then ``out = expr``, over up
+        to 8 inputs (a..h, loaded in the compute type; broadcast views or Python scalars), ``out`` in ``compute``."""
+        big = max([out.numel(), out._storage.size] + [x._storage.size for x in inputs if hasattr(x, "_storage")]) \
+            > INT32_MAX
+        fused = EwOp(len(inputs), expr, None)
+        return self._build_launcher(name, out, inputs, compute, big, fused=(fused, prelude))
+
+    def _build_launcher(self, op: str, out, inputs, compute: D.dtype, big: bool, fused=None):
         n = out.numel()
         dev = self.dev(out)
         self.check_dtype(dev, compute)
-        entry = OPS[op]
+        entry = OPS[op] if fused is None else fused[0]
         tensors = [x for x in inputs if hasattr(x, "_storage")]
         shape, strides = coalesce(out.shape, [out._strides] + [x._strides for x in tensors])
         idx_np = np.int64 if big else np.int32
@@ -229,9 +241,13 @@ class OpenCLBackend(CLReduce, CLMatmul, CLRandom, CLIndex, CLScan, CLConv, CLNN,
         values.append(n)
 
         integral = compute.kind != "f"
-        kernels = tuple((f"{o}_{compute_ctype}", OPS[o].c_expr(integral, compute is D.bool)) for o in _bundle(op, compute))
+        if fused is None:
+            kernels = tuple((f"{o}_{compute_ctype}", OPS[o].c_expr(integral, compute is D.bool))
+                            for o in _bundle(op, compute))
+        else:
+            kernels = ((f"{op}_{compute_ctype}", entry.c),)
         params = dict(
-            compute=compute_ctype, integral=integral, kernels=kernels,
+            compute=compute_ctype, integral=integral, kernels=kernels, prelude=() if fused is None else fused[1],
             half_compute=compute is D.float16, args=tuple(arg_desc),
             out_ctype=out.dtype.ctype, out_contig=out_contig, grid=grid, inner=inner, guard=launch_size(dev, n)[0][0] != n, out_cast=_out_cast(out.dtype, compute, entry), ndim=ndim,
             idx_t="long" if big else "int", fp64=D.float64 in (compute, out.dtype) or any(x.dtype is D.float64 for x in tensors),
@@ -248,6 +264,8 @@ class OpenCLBackend(CLReduce, CLMatmul, CLRandom, CLIndex, CLScan, CLConv, CLNN,
         queue = dev.queue
 
         def launch(out, inputs):
+            if programs.tracing is not None and fused is None:
+                programs.tracing.elementwise.append((op, out, inputs, compute))
             vals = values.copy()
             vals[0], vals[1] = out._storage.data, out._offset
             for k, slot, scalar_np in slots:

@@ -35,6 +35,7 @@ stats = {"builds": 0, "disk_hits": 0}
 # bundle) is built once, and each of its kernels is then looked up by name
 _programs: dict = {}
 _recorder = None  # the active profiler's record(name, dev, event, host_start_ns, host_end_ns), or None
+tracing = None  # while clgrad.compile traces a call: its trace (counts every launch and transfer)
 _listeners: list = []  # callables that drop caches holding kernels or queues (see add_cache_listener)
 # built groups by (device index, group name): member key -> (program, kernel name in it); members missing from it
 # (their program failed to build, or they did not render) are built alone
@@ -83,6 +84,8 @@ class LockedKernel:
         self.kernel, self.lock = kernel, threading.Lock()
 
     def __call__(self, *args, **kwargs):
+        if tracing is not None:
+            tracing.launches += 1
         with self.lock:
             return self.kernel(*args, **kwargs)
 
