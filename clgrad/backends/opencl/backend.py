@@ -55,11 +55,18 @@ def _is_contig(shape, strides) -> bool:
     return True
 
 
+SMALL_LAUNCH = 1 << 16
+
+
 def launch_size(dev: runtime.CLDevice, n: int, local: int = 256):
     """One work-item per element. CPU devices pick their own local size (PoCL is fastest that way);
     GPUs get a fixed work-group and a rounded-up global size (kernels guard the tail)."""
     if dev.rank >= 2:
-        return (n,), None
+        if n >= SMALL_LAUNCH:
+            return (n,), None
+        # small launches: one fixed work-group size and a guarded tail. PoCL generates a work-group function per
+        # local size, and left to choose it picks a different one for nearly every size
+        return (-(-n // 64) * 64,), (64,)
     local = min(local, dev.props.max_work_group_size)
     return (-(-n // local) * local,), (local,)
 
