@@ -113,3 +113,31 @@ def test_combine_renames_per_member():
     assert renames == [{"k_float": "k_float__g0", "k2_float": "k2_float__g0"},
                        {"k_float": "k_float__g1", "k2_float": "k2_float__g1"}]
     assert "#define combine combine__g1\n" in source and source.count("#undef ACC\n") == 2
+
+
+def test_shipped_table_is_current(cl_dev, device, monkeypatch):
+    """The MNIST training step (bench/train.py's, the workload the table was recorded from) requests only kernels
+    the table lists. Parameters of a launcher that changed leave the table stale: those kernels are then built
+    alone, correct but slower to start. Re-record it with ``python bench/startup.py --record-groups`` when this
+    fails. The table was recorded on PoCL with 2 compute units (tiling and row plans depend on the count)."""
+    import os
+    import sys
+
+    if cl_dev.props.platform != "Portable Computing Language" or cl_dev.props.compute_units != 2:
+        pytest.skip("the shipped table was recorded on a 2-compute-unit PoCL device")
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "bench"))
+    import train
+
+    monkeypatch.setenv("CLGRAD_PROGRAM_GROUPS", "0")
+    programs.clear()
+    monkeypatch.setattr(programs, "_recording", [])
+    step = train.mnist_step(clgrad, device, 64)
+    for _ in range(2):
+        step()
+    clgrad.opencl.synchronize()
+    requested = set(programs._recording)
+    monkeypatch.setattr(programs, "_recording", None)
+    programs.clear()
+    listed = {m for members in group_table.GROUPS.values() for m in members}
+    missing = sorted(f"{t}/{n}" for t, n, _ in requested - listed)
+    assert not missing, f"kernels the MNIST step requests that the group table lacks: {missing}"
