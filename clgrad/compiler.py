@@ -150,6 +150,8 @@ class _Plan:
         if compute not in (D.float32, D.float64) or result.device.type != "opencl":
             raise _NotFusable
         arg_of = {id(a._storage): (i, a) for i, a in enumerate(args) if hasattr(a, "_storage")}
+        if len(arg_of) != sum(hasattr(a, "_storage") for a in args):
+            raise _NotFusable  # arguments sharing memory: a replay could not tell which one a read came from
         shape = tuple(recs[0][1]._shape)
         produced, nodes, leaves = {}, [], {}
         for op, out, inputs, comp in recs:

@@ -122,6 +122,16 @@ def test_closure_tensors_are_never_baked_in(device):
     np.testing.assert_array_equal(compiled(x).cpu().numpy(), (x * state["w"] + 1.0).cpu().numpy())
 
 
+def test_aliased_arguments_at_trace_time_stay_eager(device):
+    """Traced with f(x, x), the reads of both arguments come from one storage: replaying that on f(x, y) would read
+    x twice, so such a trace is not fused."""
+    compiled = clgrad.compile(lambda a, b: a * 2.0 + b)
+    x, y = make(_rand((8,)), device), make(_rand((8,), seed=1), device)
+    compiled(x, x)
+    np.testing.assert_array_equal(compiled(x, y).cpu().numpy(), (x * 2.0 + y).cpu().numpy())
+    np.testing.assert_array_equal(compiled(x, x[::1]).cpu().numpy(), (x * 2.0 + x).cpu().numpy())
+
+
 def test_autograd_runs_eagerly_and_backpropagates(device):
     compiled = clgrad.compile(lambda a, b: (a * b).sigmoid() + a)
     a = make(_rand((5,)), device).requires_grad_()
