@@ -89,8 +89,9 @@ def _add_bias(out, bias):
     return out
 
 
-def _conv_raw(x, w, bias, win: Window, groups: int):
-    """conv(x, w): x [N, C, (H,) W], w [Co, C/groups, (kh,) kw] -> [N, Co, (oh,) ow]."""
+def _conv_raw(x, w, bias, win: Window, groups: int, keep: list | None = None):
+    """conv(x, w): x [N, C, (H,) W], w [Co, C/groups, (kh,) kw] -> [N, Co, (oh,) ow]; the column matrix is
+    appended to ``keep`` when given (the weight gradient reuses it)."""
     x4, w4 = _as4d(x), _as4d(w)
     n, c = x4.shape[:2]
     co = w4.shape[0]
@@ -98,6 +99,8 @@ def _conv_raw(x, w, bias, win: Window, groups: int):
     out = _empty((n, co, win.oh, win.ow), x)
     if out.numel() and kg:
         cols = _columns(x4, win)
+        if keep is not None:
+            keep.append(cols)
         a = _batched_weights(S.reshape(w4, groups, cog, kg), n)
         b = cols._view((n * groups, kg, length), (kg * length, length, 1))
         backends.get(x.device).matmul(out._view((n * groups, cog, length), (cog * length, length, 1)), a, b)
@@ -130,7 +133,7 @@ def _conv_t_raw(x, w, bias, win: Window, groups: int, size: tuple):
     return out if x.dim() == 4 else out._view((n, co, wd), (co * wd, wd, 1))
 
 
-def _conv_weight_raw(x, gy, win: Window, groups: int, wshape: tuple):
+def _conv_weight_raw(x, gy, win: Window, groups: int, wshape: tuple, cols=None):
     """The weight gradient of <gy, conv(x, w)>: sum over the batch of gy[n] @ im2col(x)[n]^T, per group."""
     from .reduction import sum as reduce_sum
 
@@ -141,7 +144,7 @@ def _conv_weight_raw(x, gy, win: Window, groups: int, wshape: tuple):
     if n * length == 0 or kg == 0:
         return P.fill(_empty(wshape, x), 0)
     if groups == 1:
-        return S.reshape(_weight_sum(x4, S.reshape(g4, n, co, length), win), *wshape)
+        return S.reshape(_weight_sum(x4, S.reshape(g4, n, co, length), win, cols), *wshape)
     cols = _columns(x4, win)
     gm = S.reshape(g4, n, co, length)
     a = gm if groups == 1 else gm.contiguous()._view((n * groups, cog, length), (cog * length, length, 1))
@@ -155,15 +158,17 @@ def _conv_weight_raw(x, gy, win: Window, groups: int, wshape: tuple):
 # Weight-gradient work-groups to aim for per launch (assuming 16 x 64 tiles): enough for every core, few partial
 # sums to add up after. On PoCL the MNIST weight gradients took 1.2-1.5 ms as 64 per-sample products + a sum.
 WEIGHT_CHUNK_GROUPS = 16
+KEEP_COLS_BYTES = 64 << 20  # the largest column matrix a convolution keeps from forward for its weight gradient
 
 
-def _weight_sum(x4, gm, win: Window):
-    """sum over n of gm[n] [Co, L] @ im2col(x4)[n]^T, the batch summed inside the product in a few chunks."""
+def _weight_sum(x4, gm, win: Window, cols=None):
+    """sum over n of gm[n] [Co, L] @ im2col(x4)[n]^T, the batch summed inside the product in a few chunks
+    (``cols``: im2col(x4) when the forward kept it)."""
     from .reduction import sum as reduce_sum
 
     n, co, length = gm.shape
     kg = x4.shape[1] * win.kh * win.kw
-    cols = _columns(x4, win)
+    cols = _columns(x4, win) if cols is None else cols
     tiles = -(-co // 16) * -(-kg // 64)
     chunks = max(1, min(n, -(-WEIGHT_CHUNK_GROUPS // tiles)))
     chunks = -(-n // -(-n // chunks))  # no empty chunks
@@ -182,7 +187,15 @@ class Convolution(Function):
     def forward(ctx, x, w, bias, win, groups, transposed, size):
         ctx.meta = (win, groups, transposed, tuple(x.shape[2:]))
         ctx.save_for_backward(x, w)
-        return _convolve(x, w, bias, win, groups, transposed, size)
+        if transposed or groups != 1 or not w.requires_grad:
+            ctx.cols = None
+            return _convolve(x, w, bias, win, groups, transposed, size)
+        # the weight gradient needs im2col(x) again: keep the forward's (the MNIST step's two recomputations cost
+        # ~0.5 ms on PoCL) unless it is large
+        keep = []
+        out = _conv_raw(x, w, bias, win, groups, keep)
+        ctx.cols = keep[0] if keep and keep[0].numel() * keep[0].dtype.itemsize <= KEEP_COLS_BYTES else None
+        return out
 
     @staticmethod
     def backward(ctx, gy):
@@ -191,9 +204,11 @@ class Convolution(Function):
         gx = gw = gb = None
         if ctx.needs_input_grad[0]:
             gx = _conv_any(gy, w, None, win, groups, not transposed, xsize)
+        cols, ctx.cols = getattr(ctx, "cols", None), None  # a second backward (retain_graph) recomputes it
         if ctx.needs_input_grad[1]:
             # a transposed conv is the adjoint of a conv from its output to its input, with the same weight
-            gw = _weight_any(gy, x, win, groups, w.shape) if transposed else _weight_any(x, gy, win, groups, w.shape)
+            gw = _weight_any(gy, x, win, groups, w.shape) if transposed else _weight_any(x, gy, win, groups, w.shape,
+                                                                                          cols)
         if ctx.needs_input_grad[2]:
             gb = gy.sum((0, 2, 3) if gy.dim() == 4 else (0, 2))
         return gx, gw, gb, None, None, None, None
@@ -229,10 +244,10 @@ def _conv_any(x, w, bias, win, groups, transposed, size):
     return _convolve(x, w, bias, win, groups, transposed, size)
 
 
-def _weight_any(x, gy, win, groups, wshape):
+def _weight_any(x, gy, win, groups, wshape, cols=None):
     if needs_graph(x, gy):
         return ConvWeight.apply(x, gy, win, groups, tuple(wshape))
-    return _conv_weight_raw(x, gy, win, groups, tuple(wshape))
+    return _conv_weight_raw(x, gy, win, groups, tuple(wshape), cols)
 
 
 # ---- convolution: PyTorch's checks ------------------------------------------------------------
