@@ -33,6 +33,7 @@ from .backends.opencl import programs
 __all__ = ["compile"]
 
 _EAGER = object()  # a signature whose calls run eagerly
+_UNTRACED = object()  # a first call that ran while another trace was active: try again next time
 MAX_INPUTS = 8  # the elementwise template's operand letters a..h
 MAX_CACHE = 64  # signatures kept per compiled function
 
@@ -79,6 +80,8 @@ class _Compiled:
                                    "tensor arguments (see clgrad.compiler's docstring)")
             return self.fn(*args, **kwargs)
         result, plan = self._trace(args, kwargs)
+        if plan is _UNTRACED:
+            return result  # another trace was running (another thread, or a compiled call inside this one)
         if len(self.plans) >= MAX_CACHE:
             self.plans.clear()
         self.plans[key] = plan or _EAGER
@@ -88,14 +91,14 @@ class _Compiled:
         return result
 
     def _trace(self, args, kwargs):
-        if _tracer_lock.locked() or programs.tracing is not None:  # a trace inside a trace: just run it
-            return self.fn(*args, **kwargs), None
-        with _tracer_lock:
+        if not _tracer_lock.acquire(blocking=False):  # one trace at a time: this call just runs
+            return self.fn(*args, **kwargs), _UNTRACED
+        try:
             trace = programs.tracing = _Trace()
-            try:
-                result = self.fn(*args, **kwargs)
-            finally:
-                programs.tracing = None
+            result = self.fn(*args, **kwargs)
+        finally:
+            programs.tracing = None
+            _tracer_lock.release()
         try:
             return result, _Plan.build(trace, args, result)
         except _NotFusable:

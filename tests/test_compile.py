@@ -163,3 +163,16 @@ def test_compile_forms():
     assert deco(clgrad.ones(2)).tolist() == [2.0, 2.0]
     with pytest.raises(RuntimeError, match="expected a callable"):
         clgrad.compile(3)
+
+
+def test_nested_compiled_calls(device):
+    inner = clgrad.compile(lambda a, b: a * b + 1.0)
+    outer = clgrad.compile(lambda a, b: inner(a, b).relu() - b)
+    a, b = make(_rand((9, 4)), device), make(_rand((9, 4), seed=1), device)
+    want = ((a * b + 1.0).relu() - b).cpu().numpy()
+    for _ in range(3):
+        np.testing.assert_array_equal(outer(a, b).cpu().numpy(), want)
+    inner(a, b)  # the inner function traced on its own later: still exact
+    for _ in range(2):
+        np.testing.assert_array_equal(inner(a, b).cpu().numpy(), (a * b + 1.0).cpu().numpy())
+        np.testing.assert_array_equal(outer(a, b).cpu().numpy(), want)
