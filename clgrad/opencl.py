@@ -44,10 +44,13 @@ def get_device_properties(device=None) -> DeviceProperties:
 
 def synchronize(device=None) -> None:
     """Wait for all queued work on ``device`` (every device when None)."""
+    from .backends.opencl.nn import check_pending
+
     devs = runtime.devices() if device is None else [runtime.get(_index(device))]
     for d in devs:
         if d._queue is not None:
             d.queue.finish()
+    check_pending()  # device-side bounds checks report here at the latest (an IndexError)
 
 
 def memory_allocated(device=None) -> int:

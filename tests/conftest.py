@@ -56,6 +56,16 @@ def _seed():
     yield
 
 
+@pytest.fixture(autouse=True)
+def _deferred_checks():
+    """Device-side bounds checks report at the next host read or synchronize: one a test left unread fails that
+    test, instead of surfacing in whichever test syncs next."""
+    yield
+    from clgrad.backends.opencl.nn import check_pending
+
+    check_pending()
+
+
 def pytest_report_header(config):
     lines = ["clgrad test devices: " + ", ".join(p.values[0] for p in DEVICES)]
     for d in runtime.devices():

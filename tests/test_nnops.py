@@ -197,11 +197,33 @@ def test_nll_loss_layout_and_byte_target(device):
 def test_nll_loss_target_out_of_bounds(device, bad):
     x = make(_rand((3, 5)), device)
     with pytest.raises(IndexError, match=re.escape(f"Target {bad} is out of bounds.")):
-        F.nll_loss(x, clgrad.tensor([1, bad, 2], device=device))
+        F.nll_loss(x, clgrad.tensor([1, bad, 2], device=device)).cpu()  # OpenCL: raised at the next host read
     with pytest.raises(IndexError, match=re.escape(f"Target {bad} is out of bounds.")):
-        F.cross_entropy(x, clgrad.tensor([1, bad, 2], device=device), reduction="none")
+        F.cross_entropy(x, clgrad.tensor([1, bad, 2], device=device), reduction="none").cpu()
     # an ignored target may be anything
     F.nll_loss(x, clgrad.tensor([1, bad, 2], device=device), ignore_index=bad)
+
+
+def test_device_bounds_checks_report_at_the_next_sync(device):
+    """cpu raises at the call, as PyTorch on cpu; OpenCL devices report a bad target or index at the next host read
+    or synchronize, as CUDA's device-side asserts do (no wait per loss), once, and later calls work."""
+    x = make(_rand((3, 5)), device)
+    bad = clgrad.tensor([1, 7, 2], device=device)
+    if device == "cpu":
+        with pytest.raises(IndexError, match=re.escape("Target 7 is out of bounds.")):
+            F.nll_loss(x, bad)
+        return
+    loss = F.nll_loss(x, bad)  # no wait: the flag is read later
+    ce = F.cross_entropy(x, clgrad.tensor([0, 1, 9], device=device))
+    with pytest.raises(IndexError, match=re.escape("Target 7 is out of bounds.")):  # the first failure is reported
+        loss.item()
+    ce.detach().cpu()  # the report cleared every pending check (cross-entropy's too): this read raises nothing
+    F.embedding(clgrad.tensor([0, 12], device=device), clgrad.ones(10, 2, device=device))
+    with pytest.raises(IndexError, match="index 12 is out of bounds for dimension 0 with size 10"):
+        clgrad.opencl.synchronize(device)
+    good = F.nll_loss(x, clgrad.tensor([1, 0, 2], device=device))
+    np.testing.assert_allclose(good.item(), TF.nll_loss(torch.tensor(x.cpu().numpy()), torch.tensor([1, 0, 2])).item(),
+                               rtol=1e-6)
 
 
 @pytest.mark.parametrize("args,exc,msg", [
@@ -413,7 +435,7 @@ def test_embedding_errors(device):
     for bad in (10, -1):
         with pytest.raises(IndexError, match=f"index out of range in self: index {bad} is out of bounds for "
                                              "dimension 0 with size 10"):
-            F.embedding(clgrad.tensor([1, bad], device=device), w)
+            F.embedding(clgrad.tensor([1, bad], device=device), w).cpu()
     with pytest.raises(RuntimeError, match="'indices' to have one of the following scalar types: Long, Int"):
         F.embedding(clgrad.tensor([1.0], device=device), w)
     with pytest.raises(AssertionError, match="Padding_idx must be within num_embeddings"):
@@ -626,7 +648,7 @@ def test_nn_kernels_tiny_and_odd(device, capfd):
     _close(F.nll_loss(make(a, device, "transposed"), make(t, device), make(w, device)),
            TF.nll_loss(torch.tensor(a), torch.tensor(t), torch.tensor(w)))
     with pytest.raises(IndexError):
-        F.nll_loss(make(a, device), make(t + 5, device))
+        F.nll_loss(make(a, device), make(t + 5, device)).cpu()
     wt = _leaf(_rand((7, 3)), device)
     out = F.embedding(clgrad.tensor([6, 0, 6, 3, 6], device=device), wt, padding_idx=3)
     out.sum().backward()

@@ -56,11 +56,17 @@ def test_training_holds_memory_and_buffers_constant(device, cl_device):
         loss.backward()
         opt.step()
         if step >= warmup and step % every == 0:
+            clgrad.opencl.synchronize(device)  # deferred bounds checks hold a flag each until they are looked at
             seen[step] = (*_books(cl_device), _buffers_in_use(cl_device))
     final_loss = loss.item()
     assert np.isfinite(final_loss) and final_loss < 1.0, f"the model did not train (loss {final_loss})"
     first = seen[min(seen)]
-    drift = {s: b for s, b in seen.items() if b != first}
+    # the pool may keep a few more buffers once the host has run further ahead of the device: the flags of deferred
+    # bounds checks (cross-entropy's), at most nn.MAX_PENDING of them; bytes and buffers in use must not move
+    from clgrad.backends.opencl.nn import MAX_PENDING
+
+    drift = {s: b for s, b in seen.items() if (b[0], b[2]) != (first[0], first[2]) or not 0 <= b[1] - first[1]
+             <= MAX_PENDING}
     assert not drift, f"(bytes, buffers, buffers in use) changed from {first} at step {min(seen)}: {drift}"
     del model, opt, data, labels, x, loss
     gc.collect()

@@ -75,8 +75,9 @@ def _nll_pieces(x, target, weight, ignore_index: int):
     """Per-sample ``-w[t] * x[n, t]`` and ``w[t]`` (0 where ignored) for x [N, C, d...], target [N, d...]."""
     target = target.to(x.device)
     loss, wt = N._empty(target.shape, x.dtype, x.device), N._empty(target.shape, x.dtype, x.device)
-    if not N._backend(x).nll(loss, wt, x, target, weight, int(ignore_index)):
-        _raise_target_bounds(target, x.shape[1], ignore_index)
+    on_error = lambda: _raise_target_bounds(target, x.shape[1], ignore_index)  # noqa: E731
+    if not N._backend(x).nll(loss, wt, x, target, weight, int(ignore_index), on_error):
+        on_error()
     return loss, wt
 
 
@@ -134,8 +135,9 @@ class CrossEntropy(Function):
         target = target.to(x.device)
         loss, wt = N._empty(target.shape, x.dtype, x.device), N._empty(target.shape, x.dtype, x.device)
         lse = N._empty(target.shape, D.float32 if x.dtype is D.float16 else x.dtype, x.device)
-        if not N._backend(x).xent(loss, wt, lse, x, target, weight, int(ignore_index)):
-            _raise_target_bounds(target, x.shape[1], ignore_index)
+        on_error = lambda: _raise_target_bounds(target, x.shape[1], ignore_index)  # noqa: E731
+        if not N._backend(x).xent(loss, wt, lse, x, target, weight, int(ignore_index), on_error):
+            on_error()
         total = wt.sum() if reduction == "mean" else None
         ctx.meta = (reduction, ignore_index)
         ctx.save_for_backward(x, target, wt, lse, total)

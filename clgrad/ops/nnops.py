@@ -236,11 +236,15 @@ def _embedding_args(input, weight, padding_idx, max_norm, norm_type, scale_grad_
 def _embedding_out(idx, weight):
     """``weight[idx]`` for a flat contiguous ``idx``, with an IndexError for an index out of range."""
     out = _empty((idx.shape[0], weight.shape[1]), weight.dtype, weight.device)
-    if not _backend(weight).embedding(out, weight, idx):
+
+    def on_error():
         i = idx._host().astype(np.int64)
         bad = i[(i < 0) | (i >= weight.shape[0])][0]
         raise IndexError(f"index out of range in self: index {bad} is out of bounds for dimension 0 with size "
                          f"{weight.shape[0]}")
+
+    if not _backend(weight).embedding(out, weight, idx, on_error):
+        on_error()
     return out
 
 

@@ -11,7 +11,7 @@ from . import programs, runtime
 from .conv import CLConv
 from .index import CLIndex
 from .matmul import CLMatmul
-from .nn import CLNN
+from .nn import CLNN, check_pending
 from .optim import CLOptim
 from .random import CLRandom
 from .reduce import CLReduce
@@ -159,6 +159,7 @@ class OpenCLBackend(CLReduce, CLMatmul, CLRandom, CLIndex, CLScan, CLConv, CLNN,
         if host.size:
             dev = self.dev(t)
             cl.enqueue_copy(dev.queue, host, t._storage.data, src_offset=t._offset * t.dtype.itemsize, is_blocking=True)
+        check_pending()  # a deferred bounds check failed: raise before anyone uses what was computed
         return host
 
     def synchronize(self, d: device | None = None) -> None:
@@ -166,6 +167,7 @@ class OpenCLBackend(CLReduce, CLMatmul, CLRandom, CLIndex, CLScan, CLConv, CLNN,
         for dev in devs:
             if dev._queue is not None:
                 dev.queue.finish()
+        check_pending()
 
     def elementwise(self, op: str, out, inputs, compute: D.dtype) -> None:
         if out.numel() == 0:

@@ -1,12 +1,17 @@
 """OpenCL implementation of the ``nn`` primitives (a mixin of OpenCLBackend): row-wise softmax and its
 backward, nll_loss's per-sample pieces, embedding gather / accumulate, and normalization moments.
 
-Launchers read operands in place through strides (any layout) and only enqueue kernels, except the two
-with a device-side bounds check (``nll``, ``embedding``): they read back one int flag, the only wait.
+Launchers read operands in place through strides (any layout) and only enqueue kernels. The ones with a
+device-side bounds check (``nll``, ``xent``, ``embedding``) set a flag on the device; given an ``on_error``
+callback they copy it to the host without waiting, as CUDA's device-side asserts report late: ``check_pending()``
+looks at the copies at the next host read or ``synchronize()`` and calls the first failed op's callback (which
+raises torch's IndexError). Waiting for the flag at once cost a full wait per loss (the host could not queue the
+backward pass while the forward ran): the MNIST step took 7.9 ms with it, 5.5 without.
 """
 from __future__ import annotations
 
 import math
+import threading
 
 import numpy as np
 
@@ -79,6 +84,43 @@ class _Args:
         self.types += [np_type] * len(values)
 
 
+_pending: list = []  # (copy event, host int, flag storage, on_error) of bounds checks not looked at yet
+_pending_lock = threading.Lock()
+MAX_PENDING = 32  # look at them once this many wait (each holds a 4-byte buffer and its op's target)
+
+
+def check_pending() -> None:
+    """Look at the deferred bounds flags (waiting for their copies; after a host read or a synchronize they are
+    done); if one is set, forget them all and call the first failed op's callback, which raises."""
+    if not _pending:
+        return
+    with _pending_lock:
+        checks = _pending[:]
+        _pending.clear()
+    for event, host, _, on_error in checks:
+        event.wait()
+        if host[0]:
+            on_error()
+            return
+
+
+def _defer(dev, flag, on_error) -> None:
+    """Copy ``flag`` to the host behind the kernel that sets it, without waiting for either."""
+    import pyopencl as cl
+
+    host = np.zeros(1, np.int32)
+    event = cl.enqueue_copy(dev.queue, host, flag.data, is_blocking=False)
+    done = cl.command_execution_status.COMPLETE
+    with _pending_lock:
+        # checks whose copy is done and found no error are finished: drop them (and their buffers) now; a failed
+        # one stays until the next host read or synchronize reports it
+        _pending[:] = [c for c in _pending if c[0].command_execution_status != done or c[1][0]]
+        _pending.append((event, host, flag, on_error))
+        full = len(_pending) >= MAX_PENDING
+    if full:
+        check_pending()
+
+
 class CLNN:
     def _new_flag(self, dev, device):
         import pyopencl as cl
@@ -88,9 +130,13 @@ class CLNN:
         return flag
 
     @staticmethod
-    def _flag_clear(dev, flag) -> bool:
+    def _flag_clear(dev, flag, on_error=None) -> bool:
+        """False if the kernel set ``flag``; with ``on_error``, True now and the flag read later (check_pending)."""
         import pyopencl as cl
 
+        if on_error is not None:
+            _defer(dev, flag, on_error)
+            return True
         host = np.ones(1, np.int32)
         cl.enqueue_copy(dev.queue, host, flag.data, is_blocking=True)
         return not host[0]
@@ -114,7 +160,7 @@ class CLNN:
         names = ("x",) if len(inputs) == 1 else ("g", "y")
         self._rows(mode, list(zip(names, inputs)), [("out", out)], dim, acc_of(out.dtype))
 
-    def xent(self, loss, wt, lse, x, target, weight, ignore_index: int) -> bool:
+    def xent(self, loss, wt, lse, x, target, weight, ignore_index: int, on_error=None) -> bool:
         """Fused cross-entropy for class indices: per sample ``loss = -w[t] * log_softmax(x)[t]``, ``wt = w[t]``
         (both 0 where t == ignore_index) and ``lse = logsumexp(x)`` over the class dim 1 of x [N, C, d...];
         loss, wt and lse are shaped like target [N, d...]. False if some target is outside [0, C)."""
@@ -125,7 +171,7 @@ class CLNN:
         flag = self._new_flag(dev, loss.device)
         self._rows("xent", [("x", x), rows[0]], [("out", _along(loss, x.shape, 1))] + rows[1:], 1, acc_of(x.dtype),
                    ignore_index=ignore_index, weight=weight, flag=flag)
-        return self._flag_clear(dev, flag)
+        return self._flag_clear(dev, flag, on_error)
 
     def xent_backward(self, out, x, target, wt, lse, grad, total, ignore_index: int) -> None:
         """The gradient of cross-entropy (``x`` given: ``c * (softmax(x) - onehot(t))``) or of nll_loss (``x`` None:
@@ -190,7 +236,7 @@ class CLNN:
             args.buf(cl.LocalMemory(acc.itemsize * L), cl.LocalMemory(acc.itemsize * L))
         self._run(dev, "softmax", f"{mode}_{out.dtype.ctype}", args, params, R, L)
 
-    def nll(self, loss, wt, x, target, weight, ignore_index: int) -> bool:
+    def nll(self, loss, wt, x, target, weight, ignore_index: int, on_error=None) -> bool:
         """Per-sample nll pieces: ``loss[s] = -w[t] * x[s, t]``, ``wt[s] = w[t]`` (0 where t == ignore_index),
         for x [N, C, d...], target [N, d...], loss and wt contiguous like target. False if some target
         (other than ignore_index) is outside [0, C)."""
@@ -225,9 +271,9 @@ class CLNN:
         args.idx(S)
         args.buf(flag.data)
         self._run(dev, "nll", f"nll_{x.dtype.ctype}", args, params, S)
-        return self._flag_clear(dev, flag)
+        return self._flag_clear(dev, flag, on_error)
 
-    def embedding(self, out, weight, idx) -> bool:
+    def embedding(self, out, weight, idx, on_error=None) -> bool:
         """``out[n, :] = weight[idx[n], :]`` for contiguous 1-D ``idx`` and contiguous ``out`` [N, D].
         False if some index is outside [0, V) (those rows are written as 0)."""
         N, Dm = out.shape
@@ -250,7 +296,7 @@ class CLNN:
         args.scalar(np.int64, weight.shape[0])
         args.buf(flag.data)
         self._run(dev, "embedding", f"embedding_{weight.dtype.ctype}", args, params, N * Dm)
-        return self._flag_clear(dev, flag)
+        return self._flag_clear(dev, flag, on_error)
 
     def embedding_backward(self, acc, grad, idx, padding_idx: int) -> None:
         """``acc[idx[n], :] += grad[n, :]`` for every n with ``idx[n] != padding_idx`` (-1: none), duplicates
