@@ -58,7 +58,7 @@ class CPUNN:
                 res = g - np.exp(y) * np.sum(g, axis=dim, keepdims=True)
         np.copyto(view_of(out), cast(res, out.dtype), casting="unsafe")
 
-    def nll(self, loss, wt, x, target, weight, ignore_index: int, on_error=None) -> bool:
+    def nll(self, loss, wt, x, target, weight, ignore_index: int, on_error) -> bool:
         """Per-sample nll pieces (see CLNN.nll); False if a target is out of range."""
         from .cpu import view_of
 
@@ -66,7 +66,7 @@ class CPUNN:
             return True
         return _nll_into(loss, wt, view_of(x).astype(_acc_np(x.dtype)), target, weight, ignore_index)
 
-    def xent(self, loss, wt, lse, x, target, weight, ignore_index: int, on_error=None) -> bool:
+    def xent(self, loss, wt, lse, x, target, weight, ignore_index: int, on_error) -> bool:
         """Fused cross-entropy pieces (see CLNN.xent); False if a target is out of range."""
         from .cpu import cast, view_of
 
@@ -103,7 +103,7 @@ class CPUNN:
                 res = c * (p - hit)
         np.copyto(view_of(out), cast(np.broadcast_to(res, out.shape), out.dtype), casting="unsafe")
 
-    def embedding(self, out, weight, idx, on_error=None) -> bool:
+    def embedding(self, out, weight, idx, on_error) -> bool:
         """``out[n] = weight[idx[n]]`` (see CLNN.embedding); False if an index is out of range."""
         from .cpu import view_of
 

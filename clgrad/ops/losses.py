@@ -106,21 +106,31 @@ def _nll_grad(grad, x, target, wt, lse, total, shape, ignore_index: int):
     return out
 
 
+def _reduce_pieces(loss, wt, reduction: str):
+    """(the reduced per-sample losses, the summed weights a mean divides by, or None)."""
+    if reduction == "none":
+        return loss, None
+    if reduction == "sum":
+        return loss.sum(), None
+    total = wt.sum()
+    return loss.sum() / total, total
+
+
 class NllLoss(Function):
     node_name = "NllLossBackward0"
 
     @staticmethod
     def forward(ctx, x, target, weight, reduction, ignore_index):
         loss, wt = _nll_pieces(x, target, weight, ignore_index)
-        total = wt.sum() if reduction == "mean" else None
-        ctx.meta = (x.shape, reduction, ignore_index)
+        value, total = _reduce_pieces(loss, wt, reduction)
+        ctx.meta = (x.shape, ignore_index)
         ctx.save_for_backward(target, wt, total)
-        return loss if reduction == "none" else loss.sum() / total if reduction == "mean" else loss.sum()
+        return value
 
     @staticmethod
     def backward(ctx, grad):
         target, wt, total = ctx.saved_tensors
-        shape, reduction, ignore_index = ctx.meta
+        shape, ignore_index = ctx.meta
         return _nll_grad(grad, None, target, wt, None, total, shape, ignore_index), None, None, None, None
 
 
@@ -138,16 +148,15 @@ class CrossEntropy(Function):
         on_error = lambda: _raise_target_bounds(target, x.shape[1], ignore_index)  # noqa: E731
         if not N._backend(x).xent(loss, wt, lse, x, target, weight, int(ignore_index), on_error):
             on_error()
-        total = wt.sum() if reduction == "mean" else None
-        ctx.meta = (reduction, ignore_index)
+        value, total = _reduce_pieces(loss, wt, reduction)
+        ctx.ignore_index = ignore_index
         ctx.save_for_backward(x, target, wt, lse, total)
-        return loss if reduction == "none" else loss.sum() / total if reduction == "mean" else loss.sum()
+        return value
 
     @staticmethod
     def backward(ctx, grad):
         x, target, wt, lse, total = ctx.saved_tensors
-        reduction, ignore_index = ctx.meta
-        return _nll_grad(grad, x, target, wt, lse, total, x.shape, ignore_index), None, None, None, None
+        return _nll_grad(grad, x, target, wt, lse, total, x.shape, ctx.ignore_index), None, None, None, None
 
 
 def nll_loss(input, target, weight=None, size_average=None, ignore_index=-100, reduce=None, reduction="mean"):

@@ -2,8 +2,8 @@
 backward, nll_loss's per-sample pieces, embedding gather / accumulate, and normalization moments.
 
 Launchers read operands in place through strides (any layout) and only enqueue kernels. The ones with a
-device-side bounds check (``nll``, ``xent``, ``embedding``) set a flag on the device; given an ``on_error``
-callback they copy it to the host without waiting, as CUDA's device-side asserts report late: ``check_pending()``
+device-side bounds check (``nll``, ``xent``, ``embedding``) set a flag on the device and, with their ``on_error``
+callback, copy it to the host without waiting, as CUDA's device-side asserts report late: ``check_pending()``
 looks at the copies at the next host read or ``synchronize()`` and calls the first failed op's callback (which
 raises torch's IndexError). Waiting for the flag at once cost a full wait per loss (the host could not queue the
 backward pass while the forward ran): the MNIST step took 7.9 ms with it, 5.5 without.
@@ -130,18 +130,6 @@ class CLNN:
         return flag
 
     @staticmethod
-    def _flag_clear(dev, flag, on_error=None) -> bool:
-        """False if the kernel set ``flag``; with ``on_error``, True now and the flag read later (check_pending)."""
-        import pyopencl as cl
-
-        if on_error is not None:
-            _defer(dev, flag, on_error)
-            return True
-        host = np.ones(1, np.int32)
-        cl.enqueue_copy(dev.queue, host, flag.data, is_blocking=True)
-        return not host[0]
-
-    @staticmethod
     def _run(dev, template, name, args: _Args, params, n: int, local: int = 1) -> None:
         """Launch one work-item per ``n`` (local == 1) or one work-group of ``local`` per ``n``."""
         from .backend import launch_size  # backend.py imports this module
@@ -160,10 +148,11 @@ class CLNN:
         names = ("x",) if len(inputs) == 1 else ("g", "y")
         self._rows(mode, list(zip(names, inputs)), [("out", out)], dim, acc_of(out.dtype))
 
-    def xent(self, loss, wt, lse, x, target, weight, ignore_index: int, on_error=None) -> bool:
+    def xent(self, loss, wt, lse, x, target, weight, ignore_index: int, on_error) -> bool:
         """Fused cross-entropy for class indices: per sample ``loss = -w[t] * log_softmax(x)[t]``, ``wt = w[t]``
         (both 0 where t == ignore_index) and ``lse = logsumexp(x)`` over the class dim 1 of x [N, C, d...];
-        loss, wt and lse are shaped like target [N, d...]. False if some target is outside [0, C)."""
+        loss, wt and lse are shaped like target [N, d...]. A target outside [0, C) calls ``on_error`` at the next host
+        read or synchronize (check_pending); returns True."""
         if loss.numel() == 0:
             return True
         dev = self.dev(loss)
@@ -171,7 +160,8 @@ class CLNN:
         flag = self._new_flag(dev, loss.device)
         self._rows("xent", [("x", x), rows[0]], [("out", _along(loss, x.shape, 1))] + rows[1:], 1, acc_of(x.dtype),
                    ignore_index=ignore_index, weight=weight, flag=flag)
-        return self._flag_clear(dev, flag, on_error)
+        _defer(dev, flag, on_error)
+        return True
 
     def xent_backward(self, out, x, target, wt, lse, grad, total, ignore_index: int) -> None:
         """The gradient of cross-entropy (``x`` given: ``c * (softmax(x) - onehot(t))``) or of nll_loss (``x`` None:
@@ -236,10 +226,10 @@ class CLNN:
             args.buf(cl.LocalMemory(acc.itemsize * L), cl.LocalMemory(acc.itemsize * L))
         self._run(dev, "softmax", f"{mode}_{out.dtype.ctype}", args, params, R, L)
 
-    def nll(self, loss, wt, x, target, weight, ignore_index: int, on_error=None) -> bool:
+    def nll(self, loss, wt, x, target, weight, ignore_index: int, on_error) -> bool:
         """Per-sample nll pieces: ``loss[s] = -w[t] * x[s, t]``, ``wt[s] = w[t]`` (0 where t == ignore_index),
-        for x [N, C, d...], target [N, d...], loss and wt contiguous like target. False if some target
-        (other than ignore_index) is outside [0, C)."""
+        for x [N, C, d...], target [N, d...], loss and wt contiguous like target. A target
+        outside [0, C) (other than ignore_index) calls ``on_error`` later, as in ``xent``; returns True."""
         from .backend import coalesce
 
         S = loss.numel()
@@ -271,11 +261,12 @@ class CLNN:
         args.idx(S)
         args.buf(flag.data)
         self._run(dev, "nll", f"nll_{x.dtype.ctype}", args, params, S)
-        return self._flag_clear(dev, flag, on_error)
+        _defer(dev, flag, on_error)
+        return True
 
-    def embedding(self, out, weight, idx, on_error=None) -> bool:
+    def embedding(self, out, weight, idx, on_error) -> bool:
         """``out[n, :] = weight[idx[n], :]`` for contiguous 1-D ``idx`` and contiguous ``out`` [N, D].
-        False if some index is outside [0, V) (those rows are written as 0)."""
+        An index outside [0, V) writes its row as 0 and calls ``on_error`` later, as in ``xent``."""
         N, Dm = out.shape
         if N * Dm == 0:
             return True
@@ -296,7 +287,8 @@ class CLNN:
         args.scalar(np.int64, weight.shape[0])
         args.buf(flag.data)
         self._run(dev, "embedding", f"embedding_{weight.dtype.ctype}", args, params, N * Dm)
-        return self._flag_clear(dev, flag, on_error)
+        _defer(dev, flag, on_error)
+        return True
 
     def embedding_backward(self, acc, grad, idx, padding_idx: int) -> None:
         """``acc[idx[n], :] += grad[n, :]`` for every n with ``idx[n] != padding_idx`` (-1: none), duplicates
