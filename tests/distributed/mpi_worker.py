@@ -1,7 +1,8 @@
 """The program the distributed tests run under ``mpiexec``: ``python mpi_worker.py SCENARIO DEVICE...``.
 
 ``checks`` runs every entry of COLLECTIVES and DDP_CASES on every device and prints one line per case
-and rank (``RESULT <case> <device> <rank> ok`` or ``... FAIL <why>``), which the pytest side parses; a
+and rank (``RESULT <case> <device> <rank> ok``, ``... FAIL <why>``, or ``... skip <why>`` for a case that does
+not apply to the device, such as float64 without cl_khr_fp64), which the pytest side parses; a
 failed comparison is reported and the run goes on (it happens after the collective, so the ranks stay
 in step), anything else ends the job through clgrad's abort-on-uncaught-exception hook.
 ``raise`` and ``timeout`` are the failure scenarios.
@@ -40,6 +41,14 @@ def close(got, want, rtol=1e-5, atol=1e-6) -> None:
     np.testing.assert_allclose(got.astype(np.float64), want.astype(np.float64), rtol=rtol, atol=atol)
 
 
+class Skip(Exception):
+    """A case that does not apply to a device; reported as ``RESULT <case> <device> <rank> skip <why>``."""
+
+
+def fp64_ok(dev) -> bool:
+    return dev == "cpu" or clgrad.opencl.get_device_properties(dev).fp64
+
+
 def t(arr, dev, layout="contiguous"):
     """A tensor of ``arr`` on ``dev``; 'transposed' gives a non-contiguous one with the same values."""
     if layout == "transposed":
@@ -50,6 +59,13 @@ def t(arr, dev, layout="contiguous"):
 # ---- collectives: each takes (device, rank, world) and checks against numpy ---------------------------
 def _all_reduce(op, dtype=np.float32, layout="contiguous"):
     def case(dev, r, n):
+        if np.dtype(dtype) == np.float64 and not fp64_ok(dev):
+            try:  # the library refuses float64 there, naming the device and the extension
+                t(data(r, dtype=dtype), dev)
+            except TypeError as exc:
+                assert dev in str(exc) and "cl_khr_fp64" in str(exc), f"unclear float64 error: {exc}"
+                raise Skip(f"{dev} has no cl_khr_fp64") from None
+            raise AssertionError(f"float64 on {dev}, which lacks cl_khr_fp64, raised no TypeError")
         x = t(data(r, dtype=dtype), dev, layout)
         assert dist.all_reduce(x, op=op) is None
         ref = NP_REDUCE[op](np.stack([data(k, dtype=dtype) for k in range(n)]), axis=0)
@@ -394,6 +410,8 @@ def run_checks(devices) -> None:
             try:
                 case(dev, r, n)
                 line = "ok"
+            except Skip as exc:
+                line = f"skip {exc}"
             except AssertionError as exc:
                 where = traceback.extract_tb(exc.__traceback__)[-1]
                 line = f"FAIL line {where.lineno}: " + " ".join(str(exc).split())[:300]
