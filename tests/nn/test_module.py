@@ -8,6 +8,7 @@ import pytest
 
 import clgrad
 import clgrad.nn as nn
+from tests.conftest import fp64_ok
 
 torch = pytest.importorskip("torch")
 
@@ -112,8 +113,16 @@ def test_to_moves_in_place(device):
     assert all(str(p.device) == str(clgrad.device(device)) for p in m.parameters())
     assert str(m.fc1.weight.grad.device) == str(m.fc1.weight.device)
     assert str(m.scale.device) == str(m.fc1.weight.device)
-    m.double()
-    assert all(p.dtype == clgrad.float64 for p in m.parameters())
+    if fp64_ok(device):
+        m.double()
+        assert all(p.dtype == clgrad.float64 for p in m.parameters())
+    else:  # float64 can't live on this device: a clear error that leaves the module as it was, then float16
+        with pytest.raises(TypeError, match=f"{device}.*cl_khr_fp64"):
+            m.double()
+        assert all(p.dtype == clgrad.float32 for p in m.parameters())
+        m.half()
+        assert all(p.dtype == clgrad.float16 for p in m.parameters())
+    assert [id(p) for p in m.parameters()] == [id(p) for p in params]
     assert m.bn.num_batches_tracked.dtype == clgrad.int64  # integer buffers keep their dtype
     m.to(clgrad.float32).cpu()
     assert [id(p) for p in m.parameters()] == [id(p) for p in params]
