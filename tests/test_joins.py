@@ -8,6 +8,7 @@ import pytest
 import clgrad
 import clgrad.nn.functional as F
 from clgrad.autograd import gradcheck, gradgradcheck
+from tests.conftest import fp64_ok
 from tests.helpers import LAYOUTS, assert_close, make, rand, to_numpy
 
 
@@ -147,6 +148,9 @@ def test_dtypes(device, case, dtype):
     (("bool", "bool"), "bool"), (("uint8", "int8"), "int16"),
 ])
 def test_cat_promotes(device, dtypes, expected):
+    if not fp64_ok(device):  # integer with floating promotion, to float32: float64 can't be on this device
+        dtypes = tuple("float32" if d == "float64" else d for d in dtypes)
+        expected = "float32" if expected == "float64" else expected
     arrays = [rand((2, 2), d) for d in dtypes]
     tensors = [make(a, device) for a in arrays]
     assert_close(clgrad.cat(tensors), np.concatenate([a.astype(expected) for a in arrays]))
