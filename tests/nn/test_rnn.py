@@ -350,17 +350,30 @@ def test_multihead_attention_dropout_only_in_training(device):
     np.testing.assert_allclose(a.sum(-1), np.ones((2, 5)), rtol=1e-5)
 
 
+def _sequence_precision(device):
+    """(dtype, gradient rtol, atol, gradcheck kwargs) of the fused-sequence tests: float64, or float32 on a device
+    without cl_khr_fp64 (the outputs still match the composed cell to 1e-12: both round alike)."""
+    if fp64_ok(device):
+        return np.float64, 1e-10, 1e-12, {}
+    return np.float32, 1e-5, 1e-6, dict(eps=1e-3, atol=1e-3, rtol=1e-2)
+
+
+def _gradcheck32(fn, inputs, **tols):
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", "Input #", UserWarning)  # float32 inputs on a device without fp64
+        return gradcheck(fn, inputs, **tols)
+
+
 @pytest.mark.parametrize("act,reverse,bias", [("tanh", False, True), ("relu", False, True), ("tanh", True, False),
                                               ("relu", True, False)])
 def test_elman_sequence_matches_the_composed_cell(device, act, reverse, bias):
     """nn.RNN's fused sequence node against the per-step composed cell it replaces: outputs, every gradient
-    (gates, initial state, weight, bias), and gradcheck in float64."""
-    if device != "cpu" and not fp64_ok(device):
-        pytest.skip("the device lacks cl_khr_fp64")
+    (gates, initial state, weight, bias), and gradcheck in float64 (float32 without cl_khr_fp64)."""
+    dtype, grtol, gatol, tols = _sequence_precision(device)
     rng = np.random.default_rng(7)
     shapes = [(5, 2, 3), (2, 3), (3, 3)] + ([(3,)] if bias else [])
-    make_inputs = lambda: [clgrad.tensor(rng.standard_normal(s) * 0.7, device=device, requires_grad=True)  # noqa: E731
-                           for s in shapes]
+    make_inputs = lambda: [clgrad.tensor((rng.standard_normal(s) * 0.7).astype(dtype), device=device,  # noqa: E731
+                                         requires_grad=True) for s in shapes]
     inputs = make_inputs()
     gi, h0, w_hh = inputs[:3]
     b_hh = inputs[3] if bias else None
@@ -371,24 +384,24 @@ def test_elman_sequence_matches_the_composed_cell(device, act, reverse, bias):
         h = outs[t] = R._step(f"RNN_{act.upper()}", twins[0][t], h, twins[2], twins[3] if bias else None)
     composed = clgrad.stack(outs)
     np.testing.assert_allclose(fused.detach().cpu().numpy(), composed.detach().cpu().numpy(), rtol=1e-12, atol=1e-12)
-    weights = clgrad.tensor(rng.standard_normal((5, 2, 3)), device=device)
+    weights = clgrad.tensor(rng.standard_normal((5, 2, 3)).astype(dtype), device=device)
     (fused * weights).sum().backward()
     (composed * weights).sum().backward()
     for x, twin in zip(inputs, twins):
-        np.testing.assert_allclose(x.grad.cpu().numpy(), twin.grad.cpu().numpy(), rtol=1e-10, atol=1e-12)
-    assert gradcheck(lambda *xs: R._ElmanSequence.apply(xs[0], xs[1], xs[2], xs[3] if bias else None, act, reverse),
-                     make_inputs())
+        np.testing.assert_allclose(x.grad.cpu().numpy(), twin.grad.cpu().numpy(), rtol=grtol, atol=gatol)
+    assert _gradcheck32(lambda *xs: R._ElmanSequence.apply(xs[0], xs[1], xs[2], xs[3] if bias else None, act,
+                                                           reverse), make_inputs(), **tols)
 
 
 @pytest.mark.parametrize("reverse,bias", [(False, True), (True, False)])
 def test_lstm_sequence_matches_the_composed_cell(device, reverse, bias):
-    """nn.LSTM's fused sequence node against the composed cell: outputs, final c, every gradient, gradcheck."""
-    if device != "cpu" and not fp64_ok(device):
-        pytest.skip("the device lacks cl_khr_fp64")
+    """nn.LSTM's fused sequence node against the composed cell: outputs, final c, every gradient, gradcheck (float32
+    without cl_khr_fp64)."""
+    dtype, grtol, gatol, tols = _sequence_precision(device)
     rng = np.random.default_rng(8)
     shapes = [(4, 2, 12), (2, 3), (2, 3), (12, 3)] + ([(12,)] if bias else [])
-    make_inputs = lambda: [clgrad.tensor(rng.standard_normal(s) * 0.7, device=device, requires_grad=True)  # noqa: E731
-                           for s in shapes]
+    make_inputs = lambda: [clgrad.tensor((rng.standard_normal(s) * 0.7).astype(dtype), device=device,  # noqa: E731
+                                         requires_grad=True) for s in shapes]
     inputs = make_inputs()
     hs, cs = R._LSTMSequence.apply(*inputs[:4], inputs[4] if bias else None, reverse)
     twins = [x.detach().clone().requires_grad_() for x in inputs]
@@ -399,10 +412,11 @@ def test_lstm_sequence_matches_the_composed_cell(device, reverse, bias):
     h_ref, c_ref = clgrad.stack(houts), clgrad.stack(couts)
     for a, b in ((hs, h_ref), (cs, c_ref)):
         np.testing.assert_allclose(a.detach().cpu().numpy(), b.detach().cpu().numpy(), rtol=1e-12, atol=1e-12)
-    wh, wc = (clgrad.tensor(rng.standard_normal((4, 2, 3)), device=device) for _ in range(2))
+    wh, wc = (clgrad.tensor(rng.standard_normal((4, 2, 3)).astype(dtype), device=device) for _ in range(2))
     ((hs * wh).sum() + (cs[0 if reverse else -1] * wc[0]).sum()).backward()
     ((h_ref * wh).sum() + (c_ref[0 if reverse else -1] * wc[0]).sum()).backward()
     for x, twin in zip(inputs, twins):
-        np.testing.assert_allclose(x.grad.cpu().numpy(), twin.grad.cpu().numpy(), rtol=1e-10, atol=1e-12)
-    assert gradcheck(lambda *xs: R._LSTMSequence.apply(*xs[:4], xs[4] if bias else None, reverse)[0].sum(0)
-                     + R._LSTMSequence.apply(*xs[:4], xs[4] if bias else None, reverse)[1].sum(0), make_inputs())
+        np.testing.assert_allclose(x.grad.cpu().numpy(), twin.grad.cpu().numpy(), rtol=grtol, atol=gatol)
+    assert _gradcheck32(lambda *xs: R._LSTMSequence.apply(*xs[:4], xs[4] if bias else None, reverse)[0].sum(0)
+                        + R._LSTMSequence.apply(*xs[:4], xs[4] if bias else None, reverse)[1].sum(0), make_inputs(),
+                        **tols)
