@@ -241,7 +241,9 @@ OPS: dict[str, EwOp] = {
     "cosh": EwOp(1, "cosh(a)", np.cosh, kind="float"),
     "tanh": EwOp(1, "tanh(a)", np.tanh, kind="float"),
     "sigmoid": EwOp(1, "(T)1 / ((T)1 + exp(-a))", _sigmoid, kind="float"),
-    "relu": EwOp(1, "a < 0 ? (T)0 : a", lambda a: np.where(a < 0, a.dtype.type(0), a), allow=_NUM),
+    # integers: max(), not a select: Mesa 22.3's llvmpipe (rusticl) crashes running `a < 0 ? 0 : a` on char
+    "relu": EwOp(1, "a < 0 ? (T)0 : a", lambda a: np.where(a < 0, a.dtype.type(0), a), c_int="max(a, (T)0)",
+                 allow=_NUM),
     "reciprocal": EwOp(1, "(T)1 / a", np.reciprocal, kind="float"),
     "square": EwOp(1, "a * a", np.square),
     "floor": EwOp(1, "floor(a)", _float_only(np.floor), c_int="a", allow=_NUM),
