@@ -63,3 +63,25 @@ def rand(shape, dtype="float32", low=-3, high=3):
         lo = 0 if dt.kind == "u" else low
         return np.random.randint(lo, high + 1, size=shape).astype(dt)
     return np.random.uniform(low, high, size=shape).astype(dt)
+
+
+# ---- gradient checks on devices without cl_khr_fp64 --------------------------------------------------------
+# float32 central differences need a wider step and tolerance than float64's; a gradient off by 1% still fails
+GRADCHECK32 = dict(eps=1e-3, atol=1e-3, rtol=1e-2)
+
+
+def grad_precision(device):
+    """(dtype name, gradcheck keyword arguments) of a gradient check on ``device``: float64 with PyTorch's defaults,
+    or float32 with GRADCHECK32 on a device without cl_khr_fp64, so that its kernels are still checked there."""
+    from tests.conftest import fp64_ok
+
+    return ("float64", {}) if fp64_ok(device) else ("float32", dict(GRADCHECK32))
+
+
+def quiet_gradcheck(check, fn, inputs, **kwargs):
+    """``check`` (clgrad's gradcheck or gradgradcheck) without its warning about inputs that are not float64."""
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", "Input #", UserWarning)
+        return check(fn, inputs, **kwargs)
