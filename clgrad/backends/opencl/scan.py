@@ -13,7 +13,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ... import dtypes as D
-from . import programs
+from . import looplimit, programs
 
 INT32_MAX = 2**31 - 1
 WG = 256  # work-items per group of the block scan and the local sort
@@ -101,7 +101,7 @@ class CLScan:
 
     def _scan(self, job, in_ctype, s: Rows, out_ctype, o: Rows, oshape, rows, n) -> None:
         dev = job["dev"]
-        if n <= SERIAL_SCAN or (dev.rank == 2 and rows >= 4 * dev.props.compute_units):
+        if n <= SERIAL_SCAN or (dev.rank == 2 and rows >= 4 * dev.props.compute_units and _loops_within(dev, n)):
             self._scan_launch(job, "serial", in_ctype, s, out_ctype, o, oshape, rows, n, (rows,), None)
             return
         wg = _local_size(dev, -(-n // PER))
@@ -206,7 +206,7 @@ class CLScan:
         rows, n = job["rows"], job["n"]
         target = 4 * job["dev"].props.compute_units
         segs = 1 if rows >= target else max(1, min(-(-target // rows), n // SEGMENT_MIN))
-        seg = -(-n // segs)
+        seg = min(-(-n // segs), _segment_most(job["dev"]))  # shorter segments on a device with a loop limit
         segs = -(-n // seg)
         final = segs == 1
         outer = _outer_values(job["oshape"], s.ostr, o.ostr) if final else _outer_values(job["oshape"], s.ostr)
@@ -297,6 +297,14 @@ class CLScan:
             return
         n = input.numel()
         dev = self.dev(out)
+        if weights is not None and not _loops_within(dev, n):
+            # a bin may hold more weights than one work-item can add up on this device (looplimit.py):
+            # scatter-add them instead (atomic, so the order of the sum is not fixed)
+            idx = Tensor._empty(input.shape, D.int64, input.device)
+            self.elementwise("identity", idx, [input], D.int64)
+            self.elementwise("identity", out, [0], out.dtype)
+            self.index_put(out._view((n,), (0,)), weights, [(idx, nbins, 1)], "add", wrap=False, checked=False)
+            return
         srt = Tensor._empty(input.shape, input.dtype, input.device)
         perm = Tensor._empty(input.shape, D.int64, input.device)
         self.sort(input, 0, False, srt, perm)
@@ -314,6 +322,24 @@ class CLScan:
         name = f"bincount_{input.dtype.ctype}_{out.dtype.ctype}"
         kernel = programs.get_kernel(dev, "sort", name, arg_dtypes, params)
         kernel(dev.queue, *launch_size(dev, nbins), *args)
+
+
+def _loops_within(dev, iterations: int) -> bool:
+    b = looplimit.budget(dev)
+    return b is None or iterations <= b
+
+
+def _segment_most(dev) -> int:
+    """The longest row segment one segsort work-item may sort on ``dev``: any, or on a device with a loop limit
+    (looplimit.py) the longest power of two whose sort stays within its budget (per element: up to RUN / 2 steps
+    of insertion, one per merge pass, a load and a store)."""
+    b = looplimit.budget(dev)
+    if b is None:
+        return 1 << 62
+    seg = RUN
+    while 2 * seg * (RUN // 2 + 3 + (2 * seg // RUN).bit_length()) <= b:
+        seg *= 2
+    return seg
 
 
 def _chunk(job) -> int:
