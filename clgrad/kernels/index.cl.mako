@@ -19,7 +19,7 @@
 ##   1- and 2-byte types (bool, uint8, int8, int16, half): compare-and-swap on the aligned 32-bit word that
 ##              holds the element (buffers are allocated in multiples of 512 bytes, so the word is in bounds)
 ##   serial     64-bit types on a device without cl_khr_int64_base_atomics: one work-item applies every
-##              update in order (slow but correct, and deterministic)
+##              update in order (slow but correct, and deterministic), over [start, n) of the index space
 <%
   RAW = {1: "uchar", 2: "ushort", 4: "uint", 8: "ulong"}
   SIZE = {"uchar": 1, "char": 1, "ushort": 2, "short": 2, "half": 2, "uint": 4, "int": 4, "float": 4,
@@ -117,12 +117,16 @@ __kernel void ${name}(
 % if checked:
     __global int *flag,
 % endif
+% if atomic == "serial":
+    IDX start,
+% endif
     IDX n)
 {
 % if atomic == "serial":
-    // one work-item applies the updates in order (see the header)
+    // one work-item applies the updates [start, n) in order (see the header); the launcher splits the space
+    // into several launches where a device limits the loop iterations of a work-item
     if (get_global_id(0) != 0) return;
-    for (IDX gid = 0; gid < n; gid++) {
+    for (IDX gid = start; gid < n; gid++) {
 % else:
     const IDX gid = get_global_id(0);
     if (gid >= n) return;

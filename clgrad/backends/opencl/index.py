@@ -11,7 +11,7 @@ import math
 import numpy as np
 
 from ... import dtypes as D
-from . import programs
+from . import looplimit, programs
 
 INT32_MAX = 2**31 - 1
 NO_ERROR = INT32_MAX
@@ -110,18 +110,20 @@ class CLIndex:
             cl.enqueue_fill_buffer(dev.queue, flag.data, np.int32(NO_ERROR), 0, 4)
             arg_types.append(None)
             values.append(flag.data)
-        arg_types.append(idx_np)
-        values.append(n)
+        serial = params["atomic"] == "serial"
+        arg_types += [idx_np, idx_np] if serial else [idx_np]  # serial: the range [start, n) one launch applies
         params = _params(kind, **params, ndim=ndim, nidx=nidx, checked=checked, idx_t="long" if big else "int")
         name = f"index_{kind}_{params['mode']}_{params['elem']}"
         kernel = programs.get_kernel(dev, "index", name, tuple(arg_types), params)
-        if params["atomic"] == "serial":
-            gsize, lsize = (1,), (1,)
+        if serial:
+            # one work-item loops over the updates: in pieces where the device limits its loop (looplimit.py)
+            step = looplimit.budget(dev) or n
+            for start in range(0, n, step):
+                kernel(dev.queue, (1,), (1,), *values, start, min(n, start + step))
         else:
             from .backend import launch_size
 
-            gsize, lsize = launch_size(dev, n)
-        kernel(dev.queue, gsize, lsize, *values)
+            kernel(dev.queue, *launch_size(dev, n), *values, n)
         return self._index_first_bad(dev, flag, data.shape, indices, wrap) if checked else None
 
     def _index_first_bad(self, dev, flag, shape, indices, wrap):
