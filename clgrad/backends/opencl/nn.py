@@ -16,7 +16,7 @@ import threading
 import numpy as np
 
 from ... import dtypes as D
-from . import programs
+from . import looplimit, programs
 
 INT32_MAX = 2**31 - 1
 WG = 256  # most work-items of a per-row work-group; a power of two for the trees
@@ -48,12 +48,23 @@ def rows_plan(dev, R: int, K: int, row_contig: bool) -> int:
     if K <= SERIAL_K:
         return 1
     target = 4 * dev.props.compute_units
-    if dev.rank >= 2 and R >= target:
+    budget = looplimit.budget(dev)
+    # a device that stops a work-item's loops early (looplimit.py) loops over whole rows only when they are short
+    whole = budget is None or _row_loops(K, 1) <= budget
+    if dev.rank >= 2 and R >= target and whole:
         return 1
-    if not row_contig and R >= 64 * target:
+    if not row_contig and R >= 64 * target and whole:
         return 1
     wg = min(WG, 1 << (dev.props.max_work_group_size.bit_length() - 1))
-    return min(wg, _pow2(K))
+    L = min(wg, _pow2(K))
+    looplimit.check(dev, _row_loops(K, L), f"a row of {K} elements")
+    return L
+
+
+def _row_loops(K: int, L: int) -> int:
+    """Loop iterations of one work-item of a row kernel: up to three passes over its share of the row (the
+    softmax family, the moments), plus the vector loops' scalar tails."""
+    return 3 * -(-K // L) + 48
 
 
 def _along(t, shape, dim: int):
