@@ -6,7 +6,7 @@ from typing import NamedTuple
 import numpy as np
 
 from ... import dtypes as D
-from . import programs
+from . import looplimit, programs
 
 INT32_MAX = 2**31 - 1
 # Most OpenCL runtimes cap the 3rd global dimension well below 2**32 (CUDA grids at 65535), so longer
@@ -76,14 +76,28 @@ def tiling(dev, acc: str, skinny: bool = False, kind: str | None = None, short: 
     table = TILINGS[kind + suffix]
     from . import autotune  # autotune imports this module
 
+    # on a device that stops a work-item's loops early (looplimit.py) one slab must fit its budget: longer products
+    # are then split along K
+    budget = looplimit.budget(dev)
     t = autotune.tuned(dev, kind + suffix, acc)
-    if t is not None:
+    if t is not None and (budget is None or _mm_loops(t, t.tk, 1) <= budget):
         return t
     for t in table:
         lx, ly, _ = t.local_size
-        if lx * ly <= dev.props.max_work_group_size and t.local_bytes(acc) <= dev.props.local_memory:
+        if (lx * ly <= dev.props.max_work_group_size and t.local_bytes(acc) <= dev.props.local_memory
+                and (budget is None or _mm_loops(t, t.tk, 1) <= budget)):
             return t
     return table[-1]
+
+
+def _mm_loops(t: Tiling, k: int, step: int) -> int:
+    """An upper bound on the loop iterations of one work-item of a product with tiling ``t``, ``k`` deep, summing
+    ``step`` batches: per batch and tk-deep slab, its share of both tiles' copies (twice, for the element-by-element
+    copies of edge tiles) and the slab's tk steps; then the stores' vector tails."""
+    lx, ly, _ = t.local_size
+    nt = lx * ly
+    slab = 2 * (-(-t.tm * t.tk // nt) + -(-t.tk * t.tn // nt)) + t.tk
+    return step * (-(-k // t.tk) * slab + 1) + t.wm * t.wn * t.vw + 8
 
 
 def _reach(t, margins) -> int:
@@ -141,8 +155,10 @@ class CLMatmul:
             _LAUNCHERS.clear()
         _LAUNCHERS[key] = launch
 
-    def _mm_launcher(self, out, a, b, per: int, bias):
-        """A ``launch(out, a, b, bias)`` for operands of these shapes, strides and dtypes (any offsets)."""
+    def _mm_launcher(self, out, a, b, per: int, bias, forced: Tiling | None = None):
+        """A ``launch(out, a, b, bias)`` for operands of these shapes, strides and dtypes (any offsets); ``forced``
+        fixes the tiling (the pieces of a split product)."""
+        operands = (a, b, out)
         nb, m, k = a.shape
         n = b.shape[2]
         dev = self.dev(out)
@@ -164,17 +180,22 @@ class CLMatmul:
             a, b, out = _transposed(out, a, b)
             m, n = 1, m
         acc = _ACC.get(dt.ctype, "uint")
-        t = tiling(dev, acc, skinny=m <= SKINNY_M, short=m <= SHORT_M)
-        if dev.rank >= 2 and m > SKINNY_M and nz * -(-m // t.tm) * -(-n // t.tn) <= FEW_TILES * dev.props.compute_units:
+        t = forced or tiling(dev, acc, skinny=m <= SKINNY_M, short=m <= SHORT_M)
+        if forced is None and dev.rank >= 2 and m > SKINNY_M and nz * -(-m // t.tm) * -(-n // t.tn) <= FEW_TILES * dev.props.compute_units:
             # few tiles of the big tiling: the short one's smaller tiles keep every core busy. PoCL device times:
             # 64x320x50 35 -> 30 us, 64x50x10 8.4 -> 3.7 us, 384^3 825 -> 530 us, 512^3 1.60 -> 1.39 ms; from
             # 1024^3 (256 big tiles) the big tiling is faster (11.6 vs 13.8 ms, 2048^3 130 vs 227 ms)
             t = tiling(dev, acc, short=True)
-        if dev.rank >= 2 and k <= 32 < t.tk and t.vw > 1:
+        if forced is None and dev.rank >= 2 and k <= 32 < t.tk and t.vw > 1:
             # a short K (a conv's input gradient: K = output channels) would be padded to the whole slab:
             # on PoCL a 250x20x4096 product took 1.6 ms with tk 64 and 0.6 ms with tk 32. One bucket only, so
             # a product over a growing K (a recurrent layer's weight gradient over L*N rows) adds one kernel at most
             t = t._replace(tk=32)
+        budget = looplimit.budget(dev)
+        if forced is None and budget is not None and _mm_loops(t, k, per or 1) > budget:
+            # a device that stops a work-item's loops early (looplimit.py): partial products over pieces of K
+            # (and of the summed batches), then their sum
+            return self._split_launcher(*operands, per, bias, t, budget)
         # the largest element index each operand's kernel arithmetic reaches, less the operand's offset
         reach = (_reach(a, (0, t.tm, t.tk)) - a._offset, _reach(b, (0, t.tk, t.tn)) - b._offset,
                  _reach(out, (0, t.tm, t.tn)) - out._offset, 0 if bias is None else n + t.tn)
@@ -213,5 +234,48 @@ class CLMatmul:
                        a._storage.data, a._offset + start * step * a_sb, a_sb, a_sm, a_sk,
                        b._storage.data, b._offset + start * step * b_sb, b_sb, b_sk, b_sn,
                        m, n, k, nb - start * step, step, *extra)
+
+        return launch
+
+    def _split_launcher(self, a, b, out, per: int, bias, t: Tiling, budget: int):
+        """A ``launch(out, a, b, bias)`` that keeps each work-item within ``budget`` loop iterations: partial products
+        over pieces of K (and of each output's ``per`` summed batches) into a scratch [pieces, Q, M, N] of out's dtype,
+        reduced into ``out``. ``t`` is the tiling chosen for the whole product, kept for every piece."""
+        from ...tensor import Tensor
+
+        nb, m, k = a.shape
+        n, nz, dt = b.shape[2], out.shape[0], out.dtype
+        step = per or 1
+        ksteps = -(-k // t.tk)
+        while ksteps > 1 and _mm_loops(t, ksteps * t.tk, 1) > budget:
+            ksteps = -(-ksteps // 2)
+        kc = min(k, ksteps * t.tk)
+        looplimit.check(self.dev(out), _mm_loops(t, kc, 1), f"a product with {m} x {n} tiles")
+        # batches one partial sums: a divisor of step, so that partials never straddle two outputs
+        pb = max(d for d in range(1, step + 1) if step % d == 0 and _mm_loops(t, kc, d) <= budget)
+        pieces, q = -(-k // kc), nz * (step // pb)
+        sub = {}  # K of a piece -> its launcher (all pieces but the last share one)
+
+        def launch(out, a, b, bias):
+            # the kernel stores its storage type: float16 partials are rounded once more than a whole product
+            scratch = Tensor._empty((pieces, q, m, n), dt, out.device)
+            self.elementwise("identity", scratch, [0], dt)  # partials past the last batch stay 0
+            a_sb, a_sm, a_sk = a._strides
+            b_sb, b_sk, b_sn = b._strides
+            for p in range(pieces):
+                k0 = p * kc
+                kk = min(kc, k - k0)
+                pa = a._view((nb, m, kk), a._strides, a._offset + k0 * a_sk)
+                pb_ = b._view((nb, kk, n), b._strides, b._offset + k0 * b_sk)
+                po = scratch._view((-(-nb // pb), m, n), (m * n, n, 1), p * q * m * n)
+                if kk not in sub:
+                    sub[kk] = self._mm_launcher(po, pa, pb_, pb if per else 0, None, forced=t)
+                sub[kk](po, pa, pb_, None)
+            # out[z] = the sum over pieces and over chunk z's partials
+            total = out._view((1, nz, 1, m, n), (nz * m * n, m * n, m * n, n, 1))
+            self.reduce("sum", scratch._view((pieces, nz, step // pb, m, n), (q * m * n, (step // pb) * m * n,
+                                                                                 m * n, n, 1)), (0, 2), total)
+            if bias is not None:
+                self.elementwise("add", out, [out, bias.expand(out.shape)], dt)
 
         return launch
