@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 
 from ... import dtypes as D
-from . import programs
+from . import looplimit, programs
 
 INT32_MAX = 2**31 - 1
 _BITS = {2: "ushort", 4: "uint", 8: "ulong"}  # im2col moves bits: no conversion, no fp64 needed
@@ -34,14 +34,16 @@ def _data(t):
 
 class CLConv:
     def _conv_launch(self, dev, template: str, kind: str, dt: D.dtype, rows: int, args: list, reach: int,
-                **params) -> None:
+                     loops: int = 0, **params) -> None:
         """Run kernel ``kind`` of ``template`` with one work-item per row. ``args`` holds buffers, ints of the
-        index type, and np.int32 flags; ``reach`` bounds every element index the kernel forms."""
+        index type, and np.int32 flags; ``reach`` bounds every element index the kernel forms; ``loops`` bounds the
+        loop iterations of one work-item (a device with a loop limit refuses more: looplimit.py)."""
         from .backend import launch_size
 
         if rows == 0:
             return
         self.check_dtype(dev, dt)
+        looplimit.check(dev, loops, f"{template} kernel {kind} (one work-item per row)")
         big = max(reach, rows) > INT32_MAX
         idx_np = np.int64 if big else np.int32
         arg_dtypes, values = [], []
@@ -82,31 +84,42 @@ class CLConv:
         taps = n * c * win.kh * win.kw
         # CPUs: blocks of rows, so that about CPU_ITEMS work-items share the work; GPUs: one row each
         block = 1 if dev.rank < 2 else max(1, min(win.oh, -(-taps * win.oh // CPU_ITEMS)))
+        budget = looplimit.budget(dev)
+        if budget is not None:  # each row of a block is a loop of ow steps
+            block = max(1, min(block, budget // (win.ow + 3)))
         items = taps * -(-win.oh // block)
         args = [_data(cols), _data(x), *_strided(x), c, h, w, win.oh, win.ow, *win[:8], block, items]
         self._conv_launch(dev, "conv", "im2col", x.dtype, items, args, max(cols.numel(), x._storage.size),
-                          ctype=_BITS[x.dtype.itemsize])
+                          loops=block * (win.ow + 3), ctype=_BITS[x.dtype.itemsize])
 
     def conv_bias(self, out, bias) -> None:
         """out [N, C, ...] (contiguous) += bias [C] per channel."""
         n, c = out.shape[:2]
         rows, length = n * c, out.numel() // max(n * c, 1)
+        budget = looplimit.budget(self.dev(out))
+        if budget is not None and length > budget:  # planes too big to loop over (looplimit.py): a broadcast add
+            planes = out._view((n, c, length), (c * length, length, 1))
+            self.elementwise("add", planes, [planes, bias._view((n, c, length), (0, bias._strides[0], 0))], out.dtype)
+            return
         args = [_data(out), _data(bias), bias._offset, bias._strides[0], c, length, rows]
-        self._conv_launch(self.dev(out), "conv", "bias", out.dtype, rows, args, max(out.numel(), bias._storage.size))
+        self._conv_launch(self.dev(out), "conv", "bias", out.dtype, rows, args, max(out.numel(), bias._storage.size),
+                          loops=length)
 
     def col2im(self, out, cols, win) -> None:
         n, c, h, w = out.shape
         acc = self._conv_acc(out)
         rows = n * c * h
         args = [_data(acc), _data(cols), cols._offset, h, w, win.oh, win.ow, *win[:8], rows]
-        self._conv_launch(self.dev(out), "conv", "col2im", cols.dtype, rows, args, max(out.numel(), cols._storage.size))
+        self._conv_launch(self.dev(out), "conv", "col2im", cols.dtype, rows, args, max(out.numel(), cols._storage.size),
+                          loops=w + win.kh * (1 + win.kw * (win.ow + 1)))
         self._conv_finish(out, acc)
 
     def max_pool2d(self, out, indices, x, win) -> None:
         n, c, h, w = x.shape
         rows = n * c * win.oh
         args = [_data(out), _data(indices), _data(x), *_strided(x), c, h, w, win.oh, win.ow, *win[:8], rows]
-        self._conv_launch(self.dev(out), "pool", "max_pool", x.dtype, rows, args, max(out.numel(), x._storage.size))
+        self._conv_launch(self.dev(out), "pool", "max_pool", x.dtype, rows, args, max(out.numel(), x._storage.size),
+                          loops=win.ow * (1 + win.kh * (1 + win.kw)) + win.ph + win.pw + 8)
 
     def max_pool2d_backward(self, grad_in, grad_out, indices, win) -> None:
         n, c, h, w = grad_in.shape
@@ -120,7 +133,8 @@ class CLConv:
         args = [_data(acc), _data(grad_out), *_strided(grad_out), _data(indices), indices._offset,
                 c, h, w, win.oh, win.ow, win.kh, win.sh, win.ph, win.dh, rows]
         self._conv_launch(self.dev(grad_in), "pool", "max_pool_bwd", grad_out.dtype, rows, args,
-                     max(grad_in.numel(), grad_out._storage.size, indices._storage.size))
+                          max(grad_in.numel(), grad_out._storage.size, indices._storage.size),
+                          loops=w + ((win.kh - 1) * win.dh // win.sh + 2) * (win.ow + 1))
         self._conv_finish(grad_in, acc)
 
     def _max_pool_scatter(self, acc, grad_out, indices, win) -> None:
@@ -153,14 +167,15 @@ class CLConv:
         args = [_data(out), _data(src), src._offset, _data(indices), indices._offset,
                 src.shape[2] * src.shape[3], oh, ow, rows]
         self._conv_launch(self.dev(out), "pool", "gather", src.dtype, rows, args,
-                     max(out.numel(), src._storage.size, indices._storage.size))
+                          max(out.numel(), src._storage.size, indices._storage.size), loops=ow)
 
     def avg_pool2d(self, out, x, win, include_pad: bool, divisor: int | None) -> None:
         n, c, h, w = x.shape
         rows = n * c * win.oh
         args = [_data(out), _data(x), *_strided(x), c, h, w, win.oh, win.ow, *win[:6],
                 np.int32(include_pad), np.int32(divisor or 0), rows]
-        self._conv_launch(self.dev(out), "pool", "avg_pool", x.dtype, rows, args, max(out.numel(), x._storage.size))
+        self._conv_launch(self.dev(out), "pool", "avg_pool", x.dtype, rows, args, max(out.numel(), x._storage.size),
+                          loops=win.ow * (1 + win.kh * (1 + win.kw)))
 
     def avg_pool2d_backward(self, grad_in, grad_out, win, include_pad: bool, divisor: int | None) -> None:
         n, c, h, w = grad_in.shape
@@ -169,17 +184,30 @@ class CLConv:
         args = [_data(acc), _data(grad_out), *_strided(grad_out), c, h, w, win.oh, win.ow, *win[:6],
                 np.int32(include_pad), np.int32(divisor or 0), rows]
         self._conv_launch(self.dev(grad_in), "pool", "avg_pool_bwd", grad_out.dtype, rows, args,
-                     max(grad_in.numel(), grad_out._storage.size))
+                          max(grad_in.numel(), grad_out._storage.size),
+                          loops=w + (win.kh // win.sh + 2) * win.ow * (1 + win.kw))
         self._conv_finish(grad_in, acc)
 
     def adaptive_avg_pool2d(self, out, x) -> None:
         n, c, h, w = x.shape
         oh, ow = out.shape[2:]
         rows = n * c * oh
+        loops = ow * (1 + (-(-h // oh) + 1) * (1 + -(-w // ow) + 1))
+        budget = looplimit.budget(self.dev(out))
+        if budget is not None and loops > budget and oh == ow == 1 and n * c:
+            # a global average too big for one work-item's loop (looplimit.py): a sum, then the kernel's divisions
+            acc = _acc(x.dtype)
+            from ...tensor import Tensor
+
+            total = Tensor._empty((n, c, 1, 1), acc, out.device)
+            self.reduce("sum", x, (2, 3), total)
+            self.elementwise("div", total, [total, h], acc)
+            self.elementwise("div", out, [total, w], acc)
+            return
         args = [_data(out), _data(x), *_strided(x), c, h, w, oh, ow, rows]
         # window bounds multiply an output index by an input size
         reach = max(out.numel(), x._storage.size, (oh + 1) * h, (ow + 1) * w)
-        self._conv_launch(self.dev(out), "pool", "adaptive", x.dtype, rows, args, reach)
+        self._conv_launch(self.dev(out), "pool", "adaptive", x.dtype, rows, args, reach, loops=loops)
 
     def adaptive_avg_pool2d_backward(self, grad_in, grad_out) -> None:
         n, c, h, w = grad_in.shape
@@ -188,7 +216,8 @@ class CLConv:
         rows = n * c * h
         args = [_data(acc), _data(grad_out), *_strided(grad_out), c, h, w, oh, ow, rows]
         reach = max(grad_in.numel(), grad_out._storage.size, (oh + 1) * h, (ow + 1) * w, (h + 1) * oh)
-        self._conv_launch(self.dev(grad_in), "pool", "adaptive_bwd", grad_out.dtype, rows, args, reach)
+        self._conv_launch(self.dev(grad_in), "pool", "adaptive_bwd", grad_out.dtype, rows, args, reach,
+                          loops=w + (-(-oh // h) + 2) * (1 + ow * (2 + -(-w // ow))))
         self._conv_finish(grad_in, acc)
 
     def _conv_tables(self, device, th, tw, dt: D.dtype):
@@ -218,7 +247,7 @@ class CLConv:
         rows = n * c * oh
         args = [_data(out), _data(x), *_strided(x), _data(ti), _data(tl), c, h, w, oh, ow, rows]
         self._conv_launch(self.dev(out), "pool", "upsample", x.dtype, rows, args, max(out.numel(), x._storage.size),
-                     linear=th.linear)
+                          loops=ow, linear=th.linear)
 
     def upsample2d_backward(self, grad_in, grad_out, th, tw) -> None:
         n, c, h, w = grad_in.shape
@@ -228,5 +257,6 @@ class CLConv:
         rows = n * c * h
         args = [_data(acc), _data(grad_out), *_strided(grad_out), _data(ti), _data(tl), c, h, w, oh, ow, rows]
         self._conv_launch(self.dev(grad_in), "pool", "upsample_bwd", grad_out.dtype, rows, args,
-                     max(grad_in.numel(), grad_out._storage.size), linear=th.linear)
+                          max(grad_in.numel(), grad_out._storage.size), loops=w + 2 * (-(-oh // h) + 2) * (ow + 1),
+                          linear=th.linear)
         self._conv_finish(grad_in, acc)
