@@ -76,11 +76,6 @@ def test_disk_cache_reload(cl_dev, probe):
 
 
 def test_corrupt_disk_cache_rebuilds(cl_dev, probe):
-    if cl_dev.props.platform == "rusticl":
-        # the panic ends the whole process (no OpenCL error comes back): clgrad would have to check a cached
-        # binary itself (a checksum stored with it) before handing it to the driver
-        pytest.skip(f"{cl_dev.describe()} aborts the process on a malformed program binary (Rust panic "
-                    "'unknown version' in rusticl's program.rs, Mesa 22.3) instead of returning CL_INVALID_BINARY")
     params, folder = probe
     programs.get_kernel(cl_dev, "probe", "probe_int", (None,), params)
     (path,) = folder.glob("*.bin")
