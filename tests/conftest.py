@@ -4,6 +4,9 @@
 ``cpu`` and case-insensitive substrings of an OpenCL platform, version or device name (``pocl``,
 ``oclgrind``, ``nvidia``), or ``all``. Unset, it means cpu plus every OpenCL device except simulators
 (Oclgrind is slow: ``tox -e oclgrind`` selects it for a focused subset).
+
+The selected devices get clgrad's health verdicts (backends/opencl/health.py) once, up front, in the controlling
+process; a device that failed is skipped with its reason, so a broken ICD on the machine never fails the suite.
 """
 from __future__ import annotations
 
@@ -41,7 +44,7 @@ DEVICES = _selected()
 
 @pytest.fixture(params=DEVICES)
 def device(request):
-    """A device string: 'cpu' or 'opencl:N'. Devices whose compiler is broken are skipped with the reason."""
+    """A device string: 'cpu' or 'opencl:N'. Devices that failed the health check are skipped with the reason."""
     name = request.param
     if name.startswith("opencl"):
         dev = runtime.get(int(name.split(":")[1]))
@@ -68,9 +71,13 @@ def _deferred_checks():
 
 def pytest_report_header(config):
     lines = ["clgrad test devices: " + ", ".join(p.values[0] for p in DEVICES)]
-    for d in runtime.devices():
-        lines.append(f"  {d.describe()} usable={d.usable}" + ("" if d.usable else f" ({d.unusable_reason})"))
+    for d in _selected_cl():
+        lines.append(f"  {d.describe()}: {d.health}")
     return lines
+
+
+def _selected_cl() -> list:
+    return [runtime.get(int(p.values[0].split(":")[1])) for p in DEVICES if p.values[0].startswith("opencl")]
 
 
 def fp64_ok(device) -> bool:
@@ -80,6 +87,8 @@ def fp64_ok(device) -> bool:
 def pytest_configure(config):
     """``CLGRAD_FAULT_LOG=PREFIX``: each process (each xdist worker) writes the Python stacks of all its threads to
     PREFIX.<worker> if it crashes, which xdist otherwise reports only as "worker crashed"."""
+    if not os.environ.get("PYTEST_XDIST_WORKER"):  # the workers then read the verdicts from disk
+        runtime.check_all(_selected_cl())
     prefix = os.environ.get("CLGRAD_FAULT_LOG")
     if prefix:
         log = open(f"{prefix}.{os.environ.get('PYTEST_XDIST_WORKER', 'main')}", "w")  # noqa: SIM115 - open for life

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import sys
 import tempfile
 import threading
 import time
@@ -29,7 +30,11 @@ from . import groups, runtime
 
 KERNEL_DIR = Path(__file__).resolve().parents[2] / "kernels"
 _lookup = TemplateLookup(directories=[str(KERNEL_DIR)], strict_undefined=True, input_encoding="utf-8")
-BUILD_OPTIONS = ""
+# ``-w``: compiler warnings are not user-facing (PoCL's clang printed "127 warnings generated." straight to
+# stderr). ``CLGRAD_BUILD_LOG=1`` keeps them and prints every program's build log; a failed build's error always
+# carries the log.
+BUILD_LOG = os.environ.get("CLGRAD_BUILD_LOG", "0") not in ("", "0")
+BUILD_OPTIONS = "" if BUILD_LOG else "-w"
 stats = {"builds": 0, "disk_hits": 0}
 # programs by (device index, source digest): a template that renders several kernels into one program (a
 # bundle) is built once, and each of its kernels is then looked up by name
@@ -68,7 +73,7 @@ def get_kernel(dev: runtime.CLDevice, template: str, name: str, arg_dtypes: tupl
             program, real_name = _build(dev, render(template, name=name, **params), name), name
         kernel = cl.Kernel(program, real_name)
         kernel.set_scalar_arg_dtypes(list(arg_dtypes))
-        kernel = dev.kernels[key] = LockedKernel(kernel)
+        kernel = dev.kernels[key] = LockedKernel(kernel, name, dev)
     return kernel if _recorder is None else RecordedKernel(kernel, name, dev)
 
 
@@ -76,18 +81,24 @@ class LockedKernel:
     """A kernel whose launches are serialized. pyopencl sets a launch's arguments on the shared ``Kernel`` object
     and then enqueues it (``clSetKernelArg`` is the one OpenCL call that is not thread-safe), so two threads
     launching the same kernel at once (DataLoader workers, a user's threads) could enqueue each other's
-    arguments. An uncontended lock costs well under a microsecond."""
+    arguments. An uncontended lock costs well under a microsecond. Each launch notes its name on the device (a
+    wait that takes too long names it); with ``CLGRAD_LAUNCH_BLOCKING=1`` each launch is waited for."""
 
-    __slots__ = ("kernel", "lock")
+    __slots__ = ("kernel", "lock", "name", "dev")
 
-    def __init__(self, kernel):
-        self.kernel, self.lock = kernel, threading.Lock()
+    def __init__(self, kernel, name: str, dev: runtime.CLDevice):
+        self.kernel, self.lock, self.name, self.dev = kernel, threading.Lock(), name, dev
 
-    def __call__(self, *args, **kwargs):
+    def __call__(self, queue, *args, **kwargs):
         if tracing is not None:
             tracing.launches += 1
         with self.lock:
-            return self.kernel(*args, **kwargs)
+            event = self.kernel(queue, *args, **kwargs)
+        self.dev.last_kernel = self.name
+        if runtime.LAUNCH_BLOCKING:
+            with runtime.waiting(self.dev):
+                queue.finish()
+        return event
 
     def __getattr__(self, attr):
         return getattr(self.kernel, attr)
@@ -225,10 +236,13 @@ def _build_program(dev: runtime.CLDevice, source: str, name: str, digest: str):
         except Exception:  # a stale or foreign binary: rebuild from source and overwrite it
             pass
     try:
-        with warnings.catch_warnings():
+        with warnings.catch_warnings(), runtime.building(dev):
             # compiler remarks (e.g. PoCL's about constant operands in generated code) are not user-facing
             warnings.simplefilter("ignore", cl.CompilerWarning)
             program = cl.Program(dev.context, source).build(BUILD_OPTIONS)
+        if BUILD_LOG:
+            log = program.get_build_info(dev.cl_device, cl.program_build_info.LOG).strip()
+            print(f"clgrad: build log of {name} on {dev.describe()}:\n{log or '(empty)'}", file=sys.stderr)
     except cl.RuntimeError as exc:
         raise RuntimeError(
             f"clgrad internal error: building kernel {name} failed on {dev.describe()}:\n{exc}\n--- source ---\n{source}"
