@@ -6,6 +6,8 @@ knows where; the last line is ``ok`` or ``fail NAME: why``. The cases are the sh
 compilers before: 16-wide vector rows (softmax on contiguous rows), half loads and stores, atomics (index_add,
 embedding's backward, the bounds flag of nll_loss), reductions, a register-tiled matmul, scans and sorts, Philox
 random numbers, and one training step of a small conv net, whose kernels PoCL builds as one program group.
+Where clgrad keeps compiled binaries on disk (not PoCL, which caches its own), the first case runs again from
+them, so a driver that cannot load its own binaries is caught here.
 
 The parent is ``clgrad.backends.opencl.health``; this module sits above the whole package, so it can use the
 public API without the backend importing Tensors.
@@ -137,8 +139,26 @@ def main(index: int) -> int:
         if why:
             print(f"fail {name}: {why}", flush=True)
             return 1
+    if _reload_binaries(index):  # where clgrad keeps compiled binaries, loading one back must work too
+        print("case cached binaries", flush=True)
+        name, fn = _cases(torch, dev, fp64)[0]
+        why = _compare("cached binaries", [x.cpu().numpy() for x in fn(dev)], [x.numpy() for x in fn("cpu")])
+        if why:
+            print(f"fail cached binaries: {why}", flush=True)
+            return 1
     print("ok", flush=True)
     return 0
+
+
+def _reload_binaries(index: int) -> bool:
+    """Forget the built programs so the next kernels load from clgrad's binary cache; False where there is none
+    (PoCL keeps its own cache; CLGRAD_NO_CACHE=1)."""
+    from clgrad.backends.opencl import programs, runtime
+
+    if programs.cache_dir() is None or programs._caches_itself(runtime.get(index)):
+        return False
+    programs.clear()
+    return True
 
 
 if __name__ == "__main__":

@@ -228,12 +228,13 @@ def _build_program(dev: runtime.CLDevice, source: str, name: str, digest: str):
 
     folder = cache_dir() if not _caches_itself(dev) else None
     path = folder / f"{digest}.bin" if folder is not None else None
-    if path is not None and path.exists():
+    binary = _load(path) if path is not None else None
+    if binary is not None:
         try:
-            program = cl.Program(dev.context, [dev.cl_device], [path.read_bytes()]).build(BUILD_OPTIONS)
+            program = cl.Program(dev.context, [dev.cl_device], [binary]).build(BUILD_OPTIONS)
             stats["disk_hits"] += 1
             return program
-        except Exception:  # a stale or foreign binary: rebuild from source and overwrite it
+        except Exception:  # a binary the driver refuses (whole, yet stale or foreign): rebuild and overwrite it
             pass
     try:
         with warnings.catch_warnings(), runtime.building(dev):
@@ -263,6 +264,28 @@ def _caches_itself(dev: runtime.CLDevice) -> bool:
     return dev.props.platform == "Portable Computing Language" and os.environ.get("POCL_KERNEL_CACHE", "1") != "0"
 
 
+# A cached binary is MAGIC, its length and its SHA-256, then the bytes. Drivers trust what they are given: a
+# truncated or flipped PoCL binary trips an assertion (SIGABRT) and rusticl panics, both uncatchable, so nothing
+# reaches the driver unless it is whole.
+MAGIC = b"clgrad-binary-1\n"
+
+
+def _load(path: Path) -> bytes | None:
+    """The binary stored at ``path`` if it is whole (length and checksum match), else None: a miss."""
+    try:
+        data = path.read_bytes()
+    except OSError:
+        return None
+    head = len(MAGIC) + 8 + 32
+    if len(data) < head or not data.startswith(MAGIC):
+        return None
+    size = int.from_bytes(data[len(MAGIC):len(MAGIC) + 8], "little")
+    binary = data[head:]
+    if size != len(binary) or hashlib.sha256(binary).digest() != data[len(MAGIC) + 8:head]:
+        return None
+    return binary
+
+
 def _store(path: Path, program) -> None:
     import pyopencl as cl
 
@@ -270,10 +293,11 @@ def _store(path: Path, program) -> None:
         binary = program.get_info(cl.program_info.BINARIES)[0]
         if not binary:
             return
+        binary = bytes(binary)
         path.parent.mkdir(parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(dir=path.parent, suffix=".tmp")
         with os.fdopen(fd, "wb") as f:
-            f.write(binary)
+            f.write(MAGIC + len(binary).to_bytes(8, "little") + hashlib.sha256(binary).digest() + binary)
         os.replace(tmp, path)  # atomic: a concurrent reader sees the old file or the whole new one
     except Exception:  # the disk cache is an optimisation; never fail an op because of it
         pass
