@@ -77,9 +77,10 @@ _default: device = CPU
 def resolve(d) -> device:
     """Turn a user's device argument into the concrete device a tensor lives on.
 
-    ``None`` is the default device, ``opencl`` gets the default index (``CLGRAD_DEVICE``), an int is an
-    OpenCL index, and every cpu (``cpu:0`` too) is the one host device. A missing OpenCL index raises a
-    RuntimeError that lists the devices present.
+    ``None`` is the default device, ``opencl`` gets the default index (``CLGRAD_DEVICE``, else the best healthy
+    device), an int is an OpenCL index, and every cpu (``cpu:0`` too) is the one host device. A missing OpenCL
+    index raises a RuntimeError that lists the devices present; a device that failed the health check raises one
+    that quotes why and names the healthy ones.
     """
     if d is None:
         return _default
@@ -91,7 +92,8 @@ def resolve(d) -> device:
 
     if d.index is None:
         return device("opencl", runtime.default_index())
-    runtime.get(d.index)  # raises a listing of the devices present when out of range
+    # raises a listing of the devices present when out of range, and the reason when it failed the health check
+    runtime.require(runtime.get(d.index))
     return d
 
 

@@ -1,14 +1,14 @@
 """``clgrad.opencl``: device queries and memory statistics, shaped like ``torch.cuda``."""
 from __future__ import annotations
 
-from .backends.opencl import runtime
+from .backends.opencl import health, runtime
 from .backends.opencl.runtime import DeviceProperties
 
 
 def is_available() -> bool:
-    """True when at least one OpenCL device is present and can build kernels, like
+    """True when at least one OpenCL device is present and passed the health check, like
     ``torch.cuda.is_available()``: a device whose compiler is broken does not count."""
-    return any(d.usable for d in sorted(runtime.devices(), key=lambda d: (d.rank, d.index)))
+    return any(d.usable for d in sorted(runtime.devices(), key=lambda d: d.preference))
 
 
 def device_count() -> int:
@@ -17,16 +17,18 @@ def device_count() -> int:
 
 
 def _index(device) -> int:
-    from .device import resolve
+    """The OpenCL index ``device`` names (None: the default device). A device that failed the health check is
+    still named: its properties and verdict can be asked for; only computing on it raises."""
+    from .device import device as _device
 
     if device is None:
         return runtime.default_index()
     if isinstance(device, int):
         return runtime.get(device).index
-    d = resolve(device)
+    d = _device(device)
     if d.type != "opencl":
         raise ValueError(f"Expected an opencl device, but got: {d}")
-    return d.index
+    return runtime.default_index() if d.index is None else runtime.get(d.index).index
 
 
 def current_device() -> int:
@@ -49,7 +51,8 @@ def synchronize(device=None) -> None:
     devs = runtime.devices() if device is None else [runtime.get(_index(device))]
     for d in devs:
         if d._queue is not None:
-            d.queue.finish()
+            with runtime.waiting(d):
+                d.queue.finish()
     check_pending()  # device-side bounds checks report here at the latest (an IndexError)
 
 
@@ -83,5 +86,20 @@ def empty_cache() -> None:
 
 
 def devices() -> list[str]:
-    """One line per device present: index, name, platform and version."""
-    return [d.describe() for d in runtime.devices()]
+    """One line per device present: index, name, platform and version, and its health verdict (running the
+    checks still needed, side by side), e.g. ``opencl:1 pthread-AMD EPYC [..., PoCL 3.0-rc2 ...]: unusable:
+    crashed (SIGABRT) during 'elementwise': LLVM ERROR: ...``."""
+    runtime.check_all()
+    return [f"{d.describe()}: {d.health}" for d in runtime.devices()]
+
+
+def health_check(device=None, force: bool = False) -> str:
+    """The health verdict of ``device`` (the default device when None): ``'healthy'`` or ``'unusable: why'``.
+    ``force=True`` runs the check again instead of reading the cached verdict."""
+    d = runtime.get(_index(device))
+    if force or d.health is None:
+        if health.enabled():
+            health.check([d], force=force)
+        else:
+            d.usable  # noqa: B018 - the in-process build probe
+    return str(d.health)

@@ -9,6 +9,7 @@ import pytest
 
 import clgrad
 from clgrad.backends.opencl import runtime
+from clgrad.backends.opencl.health import Verdict
 from clgrad.device import resolve
 
 # (constructor args, type, index, str, repr)
@@ -137,17 +138,25 @@ def test_opencl_synchronize_and_memory(device):
 
 @dataclasses.dataclass
 class FakeDevice:
+    """A device with its health verdict already given (never checked in a child)."""
+
     index: int
     props: runtime.DeviceProperties
-    usable: bool = True
+    ok: dataclasses.InitVar[bool] = True
 
+    def __post_init__(self, ok):
+        self.health = Verdict(ok, "" if ok else "LLVM ERROR: Do not know how to split this operator's operand!")
+
+    usable = property(lambda self: self.health.ok)
     rank = runtime.CLDevice.rank
+    driver = runtime.CLDevice.driver
+    preference = runtime.CLDevice.preference
     describe = runtime.CLDevice.describe
 
 
-def _props(name, platform, version, vendor, type_):
+def _props(name, platform, version, vendor, type_, driver="1"):
     return runtime.DeviceProperties(
-        name=name, platform=platform, platform_version=version, vendor=vendor, driver_version="1",
+        name=name, platform=platform, platform_version=version, vendor=vendor, driver_version=driver,
         type=type_, compute_units=1, total_memory=1 << 30, max_alloc=1 << 28, max_work_group_size=256,
         local_memory=1 << 15, fp64=True, fp16=False, is_simulator=type_ == "SIMULATOR",
     )
@@ -157,21 +166,21 @@ def _fakes(gpu_usable=True):
     pocl = "Portable Computing Language"
     return [
         FakeDevice(0, _props("Oclgrind Simulator", "Oclgrind", "OpenCL 1.2 (Oclgrind 21.10)", "Oclgrind", "SIMULATOR")),
-        FakeDevice(1, _props("pthread-AMD EPYC", pocl, "OpenCL 3.0 PoCL 3.0-rc2", "The pocl project", "ALL | CPU"),
-                   usable=False),
-        FakeDevice(2, _props("pthread-skylake", pocl, "OpenCL 3.0 PoCL 3.1+debian", "The pocl project", "ALL | CPU")),
+        FakeDevice(1, _props("pthread-AMD EPYC", pocl, "OpenCL 3.0 PoCL 3.0-rc2", "The pocl project", "ALL | CPU",
+                             "3.0-rc2"), ok=False),
+        FakeDevice(2, _props("pthread-skylake", pocl, "OpenCL 3.0 PoCL 3.1+debian", "The pocl project", "ALL | CPU",
+                             "3.1+debian")),
         FakeDevice(3, _props("NVIDIA H100", "NVIDIA CUDA", "OpenCL 3.0 CUDA 12", "NVIDIA Corporation", "GPU"),
-                   usable=gpu_usable),
+                   ok=gpu_usable),
     ]
 
 
 # (CLGRAD_DEVICE, expected index): an index, or a case-insensitive substring of platform name,
-# vendor, platform version or device name; among several matches the most capable usable one wins
+# vendor, platform version or device name; among several matches the most capable healthy one wins
 SELECT = [
-    ("0", 0), ("3", 3), ("opencl:2", 2), (" 1 ", 1),
-    ("pocl", 2),  # both PoCLs carry 'PoCL' only in the version; the one whose compiler works wins
+    ("0", 0), ("3", 3), ("opencl:2", 2),
+    ("pocl", 2),  # both PoCLs carry 'PoCL' only in the version; the healthy one wins
     ("POCL", 2), ("portable computing", 2), ("the pocl project", 2),
-    ("3.0-rc2", 1),  # asked for explicitly: chosen even though it cannot build
     ("skylake", 2), ("oclgrind", 0), ("nvidia", 3), ("cuda 12", 3), ("opencl", 3),
 ]
 
@@ -192,9 +201,34 @@ def test_select_fake_errors(monkeypatch, spec):
     assert "Oclgrind Simulator" in str(info.value) and "pthread-skylake" in str(info.value)
 
 
+@pytest.mark.parametrize("spec", [" 1 ", "opencl:1", "3.0-rc2", "epyc"])
+def test_select_broken_names_reason_and_alternatives(monkeypatch, spec):
+    """Naming a device that failed the health check (by index, or by a name only it matches) raises its reason and
+    the healthy devices, best first."""
+    monkeypatch.setattr(runtime, "_devices", _fakes())
+    with pytest.raises(RuntimeError) as info:
+        runtime.select(spec)
+    text = str(info.value)
+    assert "pthread-AMD EPYC" in text and "failed clgrad's health check: LLVM ERROR: Do not know how to split" in text
+    assert text.index("opencl:3 (NVIDIA H100") < text.index("opencl:2 (pthread-skylake") < text.index("opencl:0 (")
+    assert text.rstrip().endswith("lists every device with its verdict") and ", cpu (" in text
+
+
+def test_newer_driver_preferred(monkeypatch):
+    """Two healthy builds of one implementation: the newer driver is the default, whatever the index order."""
+    pocl = "Portable Computing Language"
+    devs = [FakeDevice(0, _props("pthread-a", pocl, "PoCL 3.1+debian", "pocl", "CPU", "3.1+debian")),
+            FakeDevice(1, _props("pthread-b", pocl, "PoCL 4.0", "pocl", "CPU", "4.0")),
+            FakeDevice(2, _props("pthread-c", pocl, "PoCL 4.0-rc2", "pocl", "CPU", "4.0-rc2"))]
+    monkeypatch.delenv("CLGRAD_DEVICE", raising=False)
+    monkeypatch.setattr(runtime, "_devices", devs)
+    assert runtime.default_index() == 1 and runtime.select("pocl") == 1
+    assert [d.index for d in sorted(devs, key=lambda d: d.preference)] == [1, 2, 0]
+    assert devs[2].driver == (4, 0, -1) and devs[0].driver == (3, 1, 0)
+
+
 # (which fakes exist, gpu usable, expected default): GPU > accelerator > CPU > simulator, broken skipped
-DEFAULTS = [((0, 1, 2, 3), True, 3), ((0, 1, 2, 3), False, 2), ((0, 1, 2), True, 2), ((0, 1), True, 0),
-            ((1,), True, 1)]
+DEFAULTS = [((0, 1, 2, 3), True, 3), ((0, 1, 2, 3), False, 2), ((0, 1, 2), True, 2), ((0, 1), True, 0)]
 
 
 @pytest.mark.parametrize("present, gpu_usable, expected", DEFAULTS)
@@ -202,6 +236,13 @@ def test_default_index_fake(monkeypatch, present, gpu_usable, expected):
     monkeypatch.delenv("CLGRAD_DEVICE", raising=False)
     monkeypatch.setattr(runtime, "_devices", [d for d in _fakes(gpu_usable) if d.index in present])
     assert runtime.default_index() == expected
+
+
+def test_default_index_all_broken(monkeypatch):
+    monkeypatch.delenv("CLGRAD_DEVICE", raising=False)
+    monkeypatch.setattr(runtime, "_devices", [d for d in _fakes(False) if d.index in (1, 3)])
+    with pytest.raises(RuntimeError, match="no OpenCL device passed clgrad's health check .*NVIDIA H100.*LLVM ERROR"):
+        runtime.default_index()
 
 
 def test_default_index_none(monkeypatch):
@@ -222,7 +263,7 @@ def test_select_real(monkeypatch):
     if usable:
         assert devs[best].usable
         assert devs[best].rank == min(d.rank for d in usable)
-    for d in devs:
+    for d in (d for d in devs if d.usable):
         assert runtime.select(str(d.index)) == d.index
         monkeypatch.setenv("CLGRAD_DEVICE", str(d.index))
         assert runtime.default_index() == d.index

@@ -88,6 +88,37 @@ def test_corrupt_disk_cache_rebuilds(cl_dev, probe):
     assert path.read_bytes() != b"not a binary"
 
 
+def _truncate(data):
+    return data[: len(data) // 2]
+
+
+def _flip_last(data):
+    return data[:-1] + bytes([data[-1] ^ 0x40])
+
+
+def _flip_header(data):
+    return data[:20] + bytes([data[20] ^ 1]) + data[21:]
+
+
+@pytest.mark.parametrize("damage", [_truncate, _flip_last, _flip_header, lambda d: b"", lambda d: d[:10]])
+def test_damaged_binary_never_reaches_the_driver(cl_dev, probe, monkeypatch, damage):
+    """A truncated or flipped cache entry is a miss: it is rebuilt from source and replaced, and the driver (which
+    may abort on a bad binary) never sees it."""
+    params, folder = probe
+    programs.get_kernel(cl_dev, "probe", "probe_int", (None,), params)
+    (path,) = folder.glob("*.bin")
+    whole = path.read_bytes()
+    assert programs._load(path) is not None
+    path.write_bytes(damage(whole))
+    assert programs._load(path) is None
+    programs.clear()
+    before = dict(programs.stats)
+    k = programs.get_kernel(cl_dev, "probe", "probe_int", (None,), params)
+    assert programs.stats["builds"] == before["builds"] + 1 and programs.stats["disk_hits"] == before["disk_hits"]
+    assert run_probe(cl_dev, k)[0] == int(params["value"])
+    assert programs._load(path) is not None
+
+
 def test_no_cache_env(cl_dev, probe, monkeypatch):
     params, folder = probe
     monkeypatch.setenv("CLGRAD_NO_CACHE", "1")

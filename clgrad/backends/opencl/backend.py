@@ -146,7 +146,8 @@ class OpenCLBackend(CLReduce, CLMatmul, CLRandom, CLIndex, CLScan, CLConv, CLNN,
         dev = runtime.get(storage.device.index)
         data = np.ascontiguousarray(host, dtype=storage.dtype.np)
         # blocking: the caller may reuse or mutate its host array as soon as we return
-        cl.enqueue_copy(dev.queue, storage.data, data, dst_offset=offset * storage.dtype.itemsize, is_blocking=True)
+        with runtime.waiting(dev):
+            cl.enqueue_copy(dev.queue, storage.data, data, dst_offset=offset * storage.dtype.itemsize, is_blocking=True)
 
     def read(self, t) -> np.ndarray:
         import pyopencl as cl
@@ -158,7 +159,9 @@ class OpenCLBackend(CLReduce, CLMatmul, CLRandom, CLIndex, CLScan, CLConv, CLNN,
             programs.tracing.transfers += 1
         if host.size:
             dev = self.dev(t)
-            cl.enqueue_copy(dev.queue, host, t._storage.data, src_offset=t._offset * t.dtype.itemsize, is_blocking=True)
+            with runtime.waiting(dev):
+                cl.enqueue_copy(dev.queue, host, t._storage.data, src_offset=t._offset * t.dtype.itemsize,
+                                is_blocking=True)
         check_pending()  # a deferred bounds check failed: raise before anyone uses what was computed
         return host
 
@@ -166,7 +169,8 @@ class OpenCLBackend(CLReduce, CLMatmul, CLRandom, CLIndex, CLScan, CLConv, CLNN,
         devs = [runtime.get(d.index)] if d is not None else runtime.devices()
         for dev in devs:
             if dev._queue is not None:
-                dev.queue.finish()
+                with runtime.waiting(dev):
+                    dev.queue.finish()
         check_pending()
 
     def elementwise(self, op: str, out, inputs, compute: D.dtype) -> None:

@@ -11,7 +11,7 @@ import math
 import numpy as np
 
 from ... import dtypes as D
-from . import looplimit, programs
+from . import looplimit, programs, runtime
 
 INT32_MAX = 2**31 - 1
 NO_ERROR = INT32_MAX
@@ -131,7 +131,8 @@ class CLIndex:
         import pyopencl as cl
 
         key = np.empty(1, np.int32)
-        cl.enqueue_copy(dev.queue, key, flag.data, is_blocking=True)
+        with runtime.waiting(dev):
+            cl.enqueue_copy(dev.queue, key, flag.data, is_blocking=True)
         key = int(key[0])
         if key == NO_ERROR:
             return None
@@ -174,7 +175,8 @@ class CLIndex:
                                    _params("nonzero_scan", idx_t=params["idx_t"]))
         scan(dev.queue, (local,), (local,), counts.data, groups, cl.LocalMemory(8 * local))
         total = np.empty(1, np.int64)
-        cl.enqueue_copy(dev.queue, total, counts.data, src_offset=8 * groups, is_blocking=True)
+        with runtime.waiting(dev):
+            cl.enqueue_copy(dev.queue, total, counts.data, src_offset=8 * groups, is_blocking=True)
         out = alloc(int(total[0]))
         if total[0] and src.dim():
             write = programs.get_kernel(dev, "index", f"nonzero_write_{raw}", tuple(head_types) + (None,),

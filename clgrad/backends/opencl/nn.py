@@ -16,7 +16,7 @@ import threading
 import numpy as np
 
 from ... import dtypes as D
-from . import looplimit, programs
+from . import looplimit, programs, runtime
 
 INT32_MAX = 2**31 - 1
 WG = 256  # most work-items of a per-row work-group; a power of two for the trees
@@ -108,8 +108,9 @@ def check_pending() -> None:
     with _pending_lock:
         checks = _pending[:]
         _pending.clear()
-    for event, host, _, on_error in checks:
-        event.wait()
+    for event, host, flag, on_error in checks:
+        with runtime.waiting(runtime.get(flag.device.index)):
+            event.wait()
         if host[0]:
             on_error()
             return
@@ -128,7 +129,7 @@ def _defer(dev, flag, on_error) -> None:
         _pending[:] = [c for c in _pending if c[0].command_execution_status != done or c[1][0]]
         _pending.append((event, host, flag, on_error))
         full = len(_pending) >= MAX_PENDING
-    if full:
+    if full or runtime.LAUNCH_BLOCKING:  # blocking launches: the op that failed raises
         check_pending()
 
 

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import sys
 import tempfile
 import threading
 import time
@@ -29,7 +30,11 @@ from . import groups, runtime
 
 KERNEL_DIR = Path(__file__).resolve().parents[2] / "kernels"
 _lookup = TemplateLookup(directories=[str(KERNEL_DIR)], strict_undefined=True, input_encoding="utf-8")
-BUILD_OPTIONS = ""
+# ``-w``: compiler warnings are not user-facing (PoCL's clang printed "127 warnings generated." straight to
+# stderr). ``CLGRAD_BUILD_LOG=1`` keeps them and prints every program's build log; a failed build's error always
+# carries the log.
+BUILD_LOG = os.environ.get("CLGRAD_BUILD_LOG", "0") not in ("", "0")
+BUILD_OPTIONS = "" if BUILD_LOG else "-w"
 stats = {"builds": 0, "disk_hits": 0}
 # programs by (device index, source digest): a template that renders several kernels into one program (a
 # bundle) is built once, and each of its kernels is then looked up by name
@@ -68,7 +73,7 @@ def get_kernel(dev: runtime.CLDevice, template: str, name: str, arg_dtypes: tupl
             program, real_name = _build(dev, render(template, name=name, **params), name), name
         kernel = cl.Kernel(program, real_name)
         kernel.set_scalar_arg_dtypes(list(arg_dtypes))
-        kernel = dev.kernels[key] = LockedKernel(kernel)
+        kernel = dev.kernels[key] = LockedKernel(kernel, name, dev)
     return kernel if _recorder is None else RecordedKernel(kernel, name, dev)
 
 
@@ -76,18 +81,24 @@ class LockedKernel:
     """A kernel whose launches are serialized. pyopencl sets a launch's arguments on the shared ``Kernel`` object
     and then enqueues it (``clSetKernelArg`` is the one OpenCL call that is not thread-safe), so two threads
     launching the same kernel at once (DataLoader workers, a user's threads) could enqueue each other's
-    arguments. An uncontended lock costs well under a microsecond."""
+    arguments. An uncontended lock costs well under a microsecond. Each launch notes its name on the device (a
+    wait that takes too long names it); with ``CLGRAD_LAUNCH_BLOCKING=1`` each launch is waited for."""
 
-    __slots__ = ("kernel", "lock")
+    __slots__ = ("kernel", "lock", "name", "dev")
 
-    def __init__(self, kernel):
-        self.kernel, self.lock = kernel, threading.Lock()
+    def __init__(self, kernel, name: str, dev: runtime.CLDevice):
+        self.kernel, self.lock, self.name, self.dev = kernel, threading.Lock(), name, dev
 
-    def __call__(self, *args, **kwargs):
+    def __call__(self, queue, *args, **kwargs):
         if tracing is not None:
             tracing.launches += 1
         with self.lock:
-            return self.kernel(*args, **kwargs)
+            event = self.kernel(queue, *args, **kwargs)
+        self.dev.last_kernel = self.name
+        if runtime.LAUNCH_BLOCKING:
+            with runtime.waiting(self.dev):
+                queue.finish()
+        return event
 
     def __getattr__(self, attr):
         return getattr(self.kernel, attr)
@@ -217,18 +228,22 @@ def _build_program(dev: runtime.CLDevice, source: str, name: str, digest: str):
 
     folder = cache_dir() if not _caches_itself(dev) else None
     path = folder / f"{digest}.bin" if folder is not None else None
-    if path is not None and path.exists():
+    binary = _load(path) if path is not None else None
+    if binary is not None:
         try:
-            program = cl.Program(dev.context, [dev.cl_device], [path.read_bytes()]).build(BUILD_OPTIONS)
+            program = cl.Program(dev.context, [dev.cl_device], [binary]).build(BUILD_OPTIONS)
             stats["disk_hits"] += 1
             return program
-        except Exception:  # a stale or foreign binary: rebuild from source and overwrite it
+        except Exception:  # a binary the driver refuses (whole, yet stale or foreign): rebuild and overwrite it
             pass
     try:
-        with warnings.catch_warnings():
+        with warnings.catch_warnings(), runtime.building(dev):
             # compiler remarks (e.g. PoCL's about constant operands in generated code) are not user-facing
             warnings.simplefilter("ignore", cl.CompilerWarning)
             program = cl.Program(dev.context, source).build(BUILD_OPTIONS)
+        if BUILD_LOG:
+            log = program.get_build_info(dev.cl_device, cl.program_build_info.LOG).strip()
+            print(f"clgrad: build log of {name} on {dev.describe()}:\n{log or '(empty)'}", file=sys.stderr)
     except cl.RuntimeError as exc:
         raise RuntimeError(
             f"clgrad internal error: building kernel {name} failed on {dev.describe()}:\n{exc}\n--- source ---\n{source}"
@@ -249,6 +264,28 @@ def _caches_itself(dev: runtime.CLDevice) -> bool:
     return dev.props.platform == "Portable Computing Language" and os.environ.get("POCL_KERNEL_CACHE", "1") != "0"
 
 
+# A cached binary is MAGIC, its length and its SHA-256, then the bytes. Drivers trust what they are given: a
+# truncated or flipped PoCL binary trips an assertion (SIGABRT) and rusticl panics, both uncatchable, so nothing
+# reaches the driver unless it is whole.
+MAGIC = b"clgrad-binary-1\n"
+
+
+def _load(path: Path) -> bytes | None:
+    """The binary stored at ``path`` if it is whole (length and checksum match), else None: a miss."""
+    try:
+        data = path.read_bytes()
+    except OSError:
+        return None
+    head = len(MAGIC) + 8 + 32
+    if len(data) < head or not data.startswith(MAGIC):
+        return None
+    size = int.from_bytes(data[len(MAGIC):len(MAGIC) + 8], "little")
+    binary = data[head:]
+    if size != len(binary) or hashlib.sha256(binary).digest() != data[len(MAGIC) + 8:head]:
+        return None
+    return binary
+
+
 def _store(path: Path, program) -> None:
     import pyopencl as cl
 
@@ -256,10 +293,11 @@ def _store(path: Path, program) -> None:
         binary = program.get_info(cl.program_info.BINARIES)[0]
         if not binary:
             return
+        binary = bytes(binary)
         path.parent.mkdir(parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(dir=path.parent, suffix=".tmp")
         with os.fdopen(fd, "wb") as f:
-            f.write(binary)
+            f.write(MAGIC + len(binary).to_bytes(8, "little") + hashlib.sha256(binary).digest() + binary)
         os.replace(tmp, path)  # atomic: a concurrent reader sees the old file or the whole new one
     except Exception:  # the disk cache is an optimisation; never fail an op because of it
         pass

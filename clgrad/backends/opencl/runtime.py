@@ -6,11 +6,20 @@ then the platform's own device order), so ``opencl:N`` names the same device in 
 from __future__ import annotations
 
 import atexit
+import contextlib
 import os
+import re
+import sys
 import threading
+import time
 from dataclasses import dataclass
 
+from . import health
 from .allocator import CachingAllocator
+
+# CLGRAD_LAUNCH_BLOCKING=1 waits for every kernel as it is launched (CUDA_LAUNCH_BLOCKING's twin), so a kernel
+# error or a failed device-side bounds check is raised by the op that caused it
+LAUNCH_BLOCKING = os.environ.get("CLGRAD_LAUNCH_BLOCKING", "0") not in ("", "0")
 
 _lock = threading.Lock()
 _devices: list[CLDevice] | None = None
@@ -69,7 +78,10 @@ class CLDevice:
         self._allocator = None
         self._profiling = False  # whether the queue records event timestamps (only while profiling)
         self.kernels: dict = {}  # in-memory kernel cache, see programs.py
-        self._probe: str | None = None
+        self.health: health.Verdict | None = None  # the health check's verdict, read or run on first use
+        self.last_kernel = ""  # the name of the kernel launched last (named when a wait takes too long)
+        self._wait_since = 0.0  # when the host started waiting for this device (0: not waiting)
+        self._building_since = 0.0  # when the current kernel build started (0: not building)
 
     @property
     def context(self):
@@ -122,20 +134,45 @@ class CLDevice:
 
     @property
     def usable(self) -> bool:
-        """Whether the device can build a trivial kernel (some PoCL builds can't on unknown CPUs)."""
-        if self._probe is None:
-            import pyopencl as cl
+        """Whether the device passed the health check (health.py): clgrad's own kernels, run in a child process,
+        built, finished in time and matched numpy. With ``CLGRAD_HEALTH_CHECK=0``, whether it builds a trivial
+        kernel in-process."""
+        if self.health is None:
+            if health.enabled():
+                health.check([self])
+            else:
+                self.health = self._build_probe()
+        return self.health.ok
 
-            try:
-                cl.Program(self.context, "__kernel void probe(__global int *a) { a[0] = 1; }").build()
-                self._probe = ""
-            except Exception as exc:  # the compiler itself is broken here; remember why
-                self._probe = _build_error(exc)
-        return self._probe == ""
+    def _build_probe(self) -> health.Verdict:
+        import pyopencl as cl
+
+        try:
+            cl.Program(self.context, "__kernel void probe(__global int *a) { a[0] = 1; }").build()
+            return health.Verdict(True, checked="skipped")
+        except Exception as exc:  # the compiler itself is broken here; remember why
+            return health.Verdict(False, _build_error(exc), checked="skipped")
 
     @property
     def unusable_reason(self) -> str:
-        return "" if self.usable else self._probe
+        return "" if self.usable else self.health.reason
+
+    @property
+    def driver(self) -> tuple:
+        """The driver version as numbers, for preferring the newer of two builds of one implementation
+        ('3.1+debian' -> (3, 1, 0); a pre-release '3.0-rc2' -> (3, 0, -1), older than 3.0 itself)."""
+        text = self.props.driver_version
+        m = re.match(r"\s*(\d+(?:\.\d+)*)(.*)", text)
+        if not m:
+            return ()
+        numbers = tuple(int(n) for n in m.group(1).split("."))
+        return numbers + (-1 if re.match(r"[-~.]?(rc|alpha|beta|pre)", m.group(2), re.I) else 0,)
+
+    @property
+    def preference(self) -> tuple:
+        """Sort key, best first: GPUs, then accelerators, then CPUs, simulators last; within one implementation
+        (platform), the newer driver; then the index."""
+        return (self.rank, self.props.platform, tuple(-n for n in self.driver), self.index)
 
     def describe(self) -> str:
         p = self.props
@@ -203,7 +240,8 @@ def _discover() -> list[CLDevice]:
 def listing() -> str:
     devs = devices()
     if not devs:
-        return "no OpenCL device is present (install one, e.g. pip install pocl-binary-distribution)"
+        return ("no OpenCL device is present (install one: Debian's pocl-opencl-icd, or pip install "
+                "pocl-binary-distribution)")
     return "devices present: " + "; ".join(d.describe() for d in devs)
 
 
@@ -214,35 +252,136 @@ def get(index: int) -> CLDevice:
     return devs[index]
 
 
+def check_all(devs: list[CLDevice] | None = None) -> None:
+    """Give every device in ``devs`` (all when None) its verdict, running the checks still needed side by side."""
+    todo = [d for d in (devices() if devs is None else devs) if d.health is None]
+    if todo and health.enabled():
+        health.check(todo)
+    for d in todo:
+        d.usable  # noqa: B018 - fills in the verdict when the check is off
+
+
+def healthy() -> list[CLDevice]:
+    """The usable devices, best first (see ``CLDevice.preference``)."""
+    check_all()
+    return sorted((d for d in devices() if d.usable), key=lambda d: d.preference)
+
+
+def require(dev: CLDevice) -> CLDevice:
+    """``dev`` if it is usable; else a RuntimeError that quotes why and names the healthy alternatives."""
+    if dev.usable:
+        return dev
+    others = [f"opencl:{d.index} ({d.props.name}, {d.props.platform_version})" for d in healthy()] + ["cpu"]
+    raise RuntimeError(
+        f"OpenCL device {dev.describe()} failed clgrad's health check: {dev.health.reason}. "
+        f"Use a healthy device instead: {', '.join(others)} (device=... or CLGRAD_DEVICE=...); "
+        "clgrad.opencl.devices() lists every device with its verdict"
+    )
+
+
 def select(spec: str) -> int:
     """Index of the device named by ``spec``: an index (``2`` or ``opencl:2``), or a case-insensitive
     substring of the platform name, vendor or version, or the device name (``pocl``, ``oclgrind``).
 
-    Among several matches the most capable one whose compiler works wins."""
+    Among several matches the best healthy one wins; a device named by index, or a name whose every match failed
+    the health check, raises the reason."""
     devs = devices()
     spec = spec.strip()
     if spec.lower().startswith("opencl:"):
         spec = spec[len("opencl:"):]
     if spec.isdigit():
-        return get(int(spec)).index
+        return require(get(int(spec))).index
     needle = spec.lower()
     matches = [
-        d for d in sorted(devs, key=lambda d: (d.rank, d.index))
+        d for d in sorted(devs, key=lambda d: d.preference)
         if any(needle in s.lower() for s in (d.props.platform, d.props.vendor, d.props.platform_version, d.props.name))
     ]
-    if matches:
-        # several devices may match ('pocl' names two PoCL builds): take the first whose compiler works
-        return next((d.index for d in matches if d.usable), matches[0].index)
-    raise RuntimeError(f"CLGRAD_DEVICE={spec!r} matches no OpenCL device; {listing()}")
+    if not matches:
+        raise RuntimeError(f"CLGRAD_DEVICE={spec!r} matches no OpenCL device; {listing()}")
+    check_all(matches)
+    # several devices may match ('pocl' names two PoCL builds): the best healthy one
+    found = next((d for d in matches if d.usable), None)
+    return (found or require(matches[0])).index
 
 
 def default_index() -> int:
-    """``CLGRAD_DEVICE`` if set, else the most capable device."""
+    """``CLGRAD_DEVICE`` if set, else the best healthy device (checking the devices of each rank side by side,
+    best rank first, until one passes)."""
     devs = devices()
     if not devs:
         raise RuntimeError(f"OpenCL is not available: {listing()}")
     spec = os.environ.get("CLGRAD_DEVICE", "").strip()
     if spec:
         return select(spec)
-    ranked = sorted(devs, key=lambda d: (d.rank, d.index))
-    return next((d.index for d in ranked if d.usable), ranked[0].index)
+    for rank in sorted({d.rank for d in devs}):
+        tier = sorted((d for d in devs if d.rank == rank), key=lambda d: d.preference)
+        check_all(tier)
+        found = next((d for d in tier if d.usable), None)
+        if found is not None:
+            return found.index
+    verdicts = "; ".join(f"{d.describe()}: {d.health.reason}" for d in devs)
+    raise RuntimeError(f"no OpenCL device passed clgrad's health check ({verdicts}); use device='cpu'")
+
+
+SLOW_WAIT = float(os.environ.get("CLGRAD_SLOW_WAIT", "60"))  # seconds of waiting before clgrad says so
+BUILD_NOTICE = 1.0  # seconds a program build may take before clgrad says it is building kernels (a cold cache)
+_watchdog: list = []
+
+
+@contextlib.contextmanager
+def waiting(dev: CLDevice):
+    """Mark the host as waiting for ``dev`` (a finish, a blocking read); a wait longer than ``SLOW_WAIT`` seconds
+    is reported once on stderr, naming the device and the last kernel launched, by a watchdog thread started on
+    first use. Costs two attribute stores per wait."""
+    if not _watchdog:
+        _start_watchdog()
+    dev._wait_since = time.monotonic()
+    try:
+        yield
+    finally:
+        dev._wait_since = 0.0
+
+
+@contextlib.contextmanager
+def building(dev: CLDevice):
+    """Mark ``dev``'s compiler as busy: a build that takes over ``BUILD_NOTICE`` seconds (the compiler really
+    ran: a cold cache) makes the watchdog say once per process and device that kernels are being built."""
+    if not _watchdog:
+        _start_watchdog()
+    dev._building_since = time.monotonic()
+    try:
+        yield
+    finally:
+        dev._building_since = 0.0
+
+
+def _start_watchdog() -> None:
+    with _lock:
+        if _watchdog:
+            return
+        thread = threading.Thread(target=_watch, name="clgrad-watchdog", daemon=True)
+        _watchdog.append(thread)
+        thread.start()
+
+
+def _say(text: str) -> None:
+    print(f"clgrad: {text}", file=sys.stderr, flush=True)
+
+
+def _watch() -> None:
+    """Wake four times a second and report long waits and cold builds (daemon thread; never raises)."""
+    told: set = set()  # (what, device index, since) already reported
+    while True:
+        time.sleep(0.25)
+        now = time.monotonic()
+        for dev in _devices or ():
+            since = dev._wait_since
+            if since and now - since >= SLOW_WAIT and ("wait", dev.index, since) not in told:
+                told.add(("wait", dev.index, since))
+                _say(f"still waiting for {dev.describe()} after {now - since:.0f} s (last kernel launched: "
+                     f"{dev.last_kernel or 'none yet'}). A kernel that never finishes means a broken driver: try "
+                     "another device (CLGRAD_DEVICE; clgrad.opencl.devices() lists them with their health verdicts)")
+            since = dev._building_since
+            if since and now - since >= BUILD_NOTICE and ("build", dev.index) not in told:
+                told.add(("build", dev.index))
+                _say(f"building OpenCL kernels for {dev.describe()} (first run; cached afterwards)")
