@@ -9,7 +9,7 @@ import clgrad
 import clgrad.nn.functional as F
 from clgrad.autograd import gradcheck, gradgradcheck
 from tests.conftest import fp64_ok
-from tests.helpers import LAYOUTS, assert_close, make, rand, to_numpy
+from tests.helpers import LAYOUTS, assert_close, grad_precision, make, quiet_gradcheck, rand, to_numpy
 
 
 def _np_pad(a, pad, mode="constant", value=0):
@@ -234,26 +234,21 @@ GRADS = [
 
 
 def _grad_inputs(shapes, device):
-    return [clgrad.tensor(rand(s, "float64"), dtype=clgrad.float64, device=device, requires_grad=True) for s in shapes]
-
-
-def _needs_fp64(device):
-    if device != "cpu" and not clgrad.opencl.get_device_properties(device).fp64:
-        pytest.skip("no fp64")
+    """float64, or float32 on a device without cl_khr_fp64 (checked with wider tolerances: grad_precision)."""
+    dt = grad_precision(device)[0]
+    return [clgrad.tensor(rand(s, dt), dtype=getattr(clgrad, dt), device=device, requires_grad=True) for s in shapes]
 
 
 @pytest.mark.parametrize("case", GRADS, ids=[c[0] for c in GRADS])
 def test_gradcheck(device, case):
-    _needs_fp64(device)
     _, shapes, fn = case
-    assert gradcheck(fn, _grad_inputs(shapes, device))
+    assert quiet_gradcheck(gradcheck, fn, _grad_inputs(shapes, device), **grad_precision(device)[1])
 
 
 @pytest.mark.parametrize("name", ["cat", "split", "repeat", "flip", "diagonal", "reflect2d", "replicate2d", "pad-const"])
 def test_gradgradcheck(device, name):
-    _needs_fp64(device)
     _, shapes, fn = next(c for c in GRADS if c[0] == name)
-    assert gradgradcheck(fn, _grad_inputs(shapes, device))
+    assert quiet_gradcheck(gradgradcheck, fn, _grad_inputs(shapes, device), **grad_precision(device)[1])
 
 
 @pytest.mark.parametrize("fn, name", [
