@@ -374,7 +374,9 @@ def _watch() -> None:
     while True:
         time.sleep(0.25)
         now = time.monotonic()
-        for dev in _devices or ():
+        for dev in list(_devices or ()):
+            if not isinstance(dev, CLDevice):  # a stand-in device (tests) carries no timestamps
+                continue
             since = dev._wait_since
             if since and now - since >= SLOW_WAIT and ("wait", dev.index, since) not in told:
                 told.add(("wait", dev.index, since))
