@@ -99,7 +99,10 @@ def test_forward_and_backward_match_torch(device):
     out.sum().backward()
     tout.sum().backward()
     for (name, p), (_, tp) in zip(m.named_parameters(), t.named_parameters()):
-        np.testing.assert_allclose(p.grad.cpu().numpy(), tp.grad.numpy(), rtol=1e-4, atol=1e-5, err_msg=name)
+        # fc1 feeds the batch norm, which removes its bias: that gradient is exactly 0, and what both frameworks
+        # compute is float32 rounding of a cancelling sum (seen up to 1.05e-5 on PoCL in a loaded run)
+        atol = 1e-4 if name == "fc1.bias" else 1e-5
+        np.testing.assert_allclose(p.grad.cpu().numpy(), tp.grad.numpy(), rtol=1e-4, atol=atol, err_msg=name)
     np.testing.assert_allclose(m.bn.running_mean.cpu().numpy(), t.bn.running_mean.numpy(), rtol=1e-5, atol=1e-6)
     assert int(m.bn.num_batches_tracked.item()) == 1
 
