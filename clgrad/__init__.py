@@ -1,7 +1,7 @@
 """clgrad: PyTorch's API on any OpenCL device. ``import clgrad as torch``."""
 from __future__ import annotations
 
-__version__ = "0.1.0"
+from ._version import __version__
 
 from .dtypes import (  # noqa: F401
     bool, dtype, float16, float32, float64, int8, int16, int32, int64, uint8,

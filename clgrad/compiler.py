@@ -27,7 +27,7 @@ import weakref
 from . import backends
 from . import dtypes as D
 from .autograd.grad_mode import is_grad_enabled
-from .backends.ewtable import OPS
+from .registry.elementwise import OPS
 from .backends.opencl import programs
 
 __all__ = ["compile"]

@@ -40,6 +40,21 @@ class dtype:
         """PyTorch's ScalarType name ('Float', 'Long'), the one its error messages use."""
         return _SCALAR_NAMES[self.name]
 
+    @property
+    def cpp_name(self) -> str:
+        """The C++ type name some of PyTorch's messages use ('float', 'signed char', 'c10::Half')."""
+        return _CPP_NAMES[self.name]
+
+    @property
+    def c_int_name(self) -> str:
+        """The fixed-width C name of an integer dtype ('int8_t'), as PyTorch's overflow messages write it."""
+        return f"{self.name}_t"
+
+    @property
+    def tensor_type_name(self) -> str:
+        """The legacy tensor type name ('FloatTensor')."""
+        return _SCALAR_NAMES[self.name] + "Tensor"
+
     def __repr__(self) -> str:
         return f"clgrad.{self.name}"
 
@@ -66,6 +81,10 @@ _BY_NAME = {d.name: d for d in ALL} | ALIASES
 _SCALAR_NAMES = {
     "bool": "Bool", "uint8": "Byte", "int8": "Char", "int16": "Short", "int32": "Int", "int64": "Long",
     "float16": "Half", "float32": "Float", "float64": "Double",
+}
+_CPP_NAMES = {
+    "bool": "bool", "uint8": "unsigned char", "int8": "signed char", "int16": "short int", "int32": "int",
+    "int64": "long int", "float16": "c10::Half", "float32": "float", "float64": "double",
 }
 _BY_NP = {d.np: d for d in ALL}
 

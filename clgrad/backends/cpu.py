@@ -14,7 +14,7 @@ from .cpu_nn import CPUNN
 from .cpu_random import CPURandom
 from .cpu_reduce import CPUReduce
 from .cpu_scan import CPUScan
-from .ewtable import OPS
+from ..registry.elementwise import OPS
 
 
 def view_of(t) -> np.ndarray:

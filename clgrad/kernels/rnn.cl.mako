@@ -2,7 +2,7 @@
 ## forward and 8 backward per step). One work-item per element e = (n, j) of the [N, H] state, on an (H, N) grid
 ## (indices affine in j, so PoCL vectorizes across j: with one flat index divided by H it ran 9x slower); the gate rows
 ## pre[n] = [i | f | g | o] are 4H wide. Each statement is the expression of one elementwise table op (passed in
-## ``ops`` from ewtable, over its operands a, b, c, d), in the composed form's order, so both round alike.
+## ``ops`` from registry/elementwise.py, over its operands a, b, c, d), in the composed form's order, so both round alike.
 ## All tensors are contiguous; the launcher passes an offset per buffer.
 <% opmap = dict(ops) %>\
 % if ctype == "double":

@@ -1,6 +1,6 @@
 """Built-in differentiable ops as ``Function`` subclasses: forward in raw ops, backward in clgrad ops.
 
-Elementwise Functions are generated from the op table (ewtable.OPS) and its gradient table (grads.GRADS),
+Elementwise Functions are generated from the op table (registry.elementwise.OPS) and its gradient table (grads.GRADS),
 so a new elementwise op costs one line in each. Where PyTorch gives one op several node names (its
 overloads: ``a ** 2`` is ``PowBackward0``, ``a ** b`` ``PowBackward1``), a call picks a *variant*: a
 subclass that differs only in ``node_name``.
@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from ..autograd.function import Function
 from ..autograd.graph import needs_graph
-from ..backends.ewtable import OPS
+from ..registry.elementwise import OPS
 from . import pointwise as P
 from . import shape as S
 from . import views as V

@@ -4,7 +4,7 @@ from __future__ import annotations
 import numpy as np
 
 from .. import dtypes as D
-from ..backends.ewtable import OPS
+from ..registry.elementwise import OPS
 from . import pointwise as P
 
 # table ops with a hand-written front end below (parameters, dtype rules), or no public name of their own

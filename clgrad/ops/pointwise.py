@@ -8,7 +8,7 @@ import numpy as np
 from .. import backends
 from .. import dtypes as D
 from ..autograd.grad_mode import is_grad_enabled
-from ..backends.ewtable import OPS
+from ..registry.elementwise import OPS
 from ..backends.opencl import programs
 from .views import broadcast_shapes
 

@@ -17,7 +17,7 @@ import time
 
 import numpy as np
 
-from ... import __version__
+from ..._version import __version__
 from . import programs, runtime
 from .matmul import TILINGS, Tiling
 

@@ -6,7 +6,7 @@ import numpy as np
 from ... import dtypes as D
 from ...device import device
 from ...storage import Storage
-from ..ewtable import OPS, EwOp
+from ...registry.elementwise import OPS, EwOp
 from . import programs, runtime
 from .conv import CLConv
 from .index import CLIndex

@@ -27,7 +27,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from ... import __version__
+from ..._version import __version__
 
 PROBE = "clgrad._health_probe"
 _CHILD_ENV = "CLGRAD_HEALTH_CHILD"  # set in the child: its devices are trusted, so it never checks recursively
@@ -75,7 +75,7 @@ def _host_cpu() -> str:
 def _sources_digest() -> str:
     """A digest of what the check exercises: the kernel templates and the launchers that render them."""
     h = hashlib.sha256()
-    for folder in (_PACKAGE / "kernels", _PACKAGE / "backends" / "opencl"):
+    for folder in (_PACKAGE / "kernels", _PACKAGE / "backends" / "opencl", _PACKAGE / "registry"):
         for path in sorted(folder.glob("*")):
             if path.suffix in (".mako", ".py"):
                 h.update(path.name.encode())

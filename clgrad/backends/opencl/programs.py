@@ -25,7 +25,7 @@ from pathlib import Path
 
 from mako.lookup import TemplateLookup
 
-from ... import __version__
+from ..._version import __version__
 from . import groups, runtime
 
 KERNEL_DIR = Path(__file__).resolve().parents[2] / "kernels"

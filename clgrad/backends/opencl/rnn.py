@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..ewtable import OPS
+from ...registry.elementwise import OPS
 from . import programs
 
 INT32_MAX = 2**31 - 1
