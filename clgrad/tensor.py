@@ -405,6 +405,11 @@ class Tensor(AutogradMixin):
         return (_rebuild, (backends.get(self.device).read(self), str(self.device)))
 
 
+def is_tensor(x) -> bool:
+    """Whether ``x`` is a clgrad tensor (a Parameter included): the one test every layer above uses."""
+    return isinstance(x, Tensor)
+
+
 def _staged(src: Tensor, dev: device) -> Tensor:
     """``src``'s values on another device, same dtype and shape: a transfer through host memory."""
     staged = Tensor._empty(src._shape, src.dtype, dev)
