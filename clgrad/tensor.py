@@ -12,7 +12,6 @@ from .autograd.grad_mode import no_grad
 from .autograd.graph import needs_graph
 from .autograd.variable import AutogradMixin
 from .device import device, resolve
-from .ops import pointwise as P
 from .ops import views as V
 from .storage import Storage
 
@@ -317,6 +316,8 @@ class Tensor(AutogradMixin):
             src = _staged(src, self.device)
         else:
             V.check_no_partial_overlap(self, src)
+        from .ops import pointwise as P  # transitional: the ops helper's branch removes this
+
         P.cast_into(self, src)
         self._storage.version += 1
         return self
@@ -338,6 +339,8 @@ class Tensor(AutogradMixin):
             from .ops.functions import Clone
 
             return Clone.apply(self, memory_format)
+        from .ops import pointwise as P
+
         return P.cast_into(self._empty_like(memory_format=memory_format), self)
 
     def fill_(self, value) -> Tensor:
@@ -349,9 +352,13 @@ class Tensor(AutogradMixin):
             value = value.item()
         if not isinstance(value, (Number, np.bool_)):
             raise TypeError(f"fill_() received an invalid combination of arguments - got ({type(value).__name__})")
+        from .ops import pointwise as P
+
         return P.fill(self, value)
 
     def zero_(self) -> Tensor:
+        from .ops import pointwise as P
+
         return P.fill(self, 0)
 
     # ---- new_* : same dtype and device unless told otherwise --------------------------------

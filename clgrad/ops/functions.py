@@ -1,19 +1,12 @@
-"""Built-in differentiable ops as ``Function`` subclasses: forward in raw ops, backward in clgrad ops.
-
-Elementwise Functions are generated from the op table (registry.elementwise.OPS) and its gradient table (grads.GRADS),
-so a new elementwise op costs one line in each. Where PyTorch gives one op several node names (its
-overloads: ``a ** 2`` is ``PowBackward0``, ``a ** b`` ``PowBackward1``), a call picks a *variant*: a
-subclass that differs only in ``node_name``.
+"""Built-in differentiable view, clone and copy ops as ``Function`` subclasses: forward in raw ops, backward in
+clgrad ops. Where PyTorch gives one op several node names (its overloads), a call picks a *variant*: a subclass that
+differs only in ``node_name``. (The elementwise Functions are generated from the registry in ``elementwise.py``.)
 """
 from __future__ import annotations
 
 from ..autograd.function import Function
-from ..autograd.graph import needs_graph
-from ..registry.elementwise import OPS
-from . import pointwise as P
 from . import shape as S
 from . import views as V
-from .grads import GRADS, NO_INPUTS, USES_OUT
 
 _apply = Function.apply.__func__  # the plain apply, for dispatchers that pick a variant class first
 _VARIANTS: dict = {}
@@ -26,111 +19,6 @@ def _variant(cls, node_name: str):
     if sub is None:
         sub = _VARIANTS[key] = type(cls.__name__, (cls,), {"node_name": node_name})
     return sub
-
-
-def _camel(name: str) -> str:
-    return "".join(part.capitalize() for part in name.split("_"))
-
-
-class Elementwise(Function):
-    """Base of the table-generated elementwise Functions; ``op`` names the table entry.
-    forward and backward are classmethods (they read ``cls.op``); ``apply`` calls them like staticmethods."""
-
-    op = "identity"
-
-    @classmethod
-    def forward(cls, ctx, *operands, compute=None):
-        out = P.apply(cls.op, *operands, compute=compute)
-        if cls.op in GRADS:
-            keep = cls.op not in NO_INPUTS
-            ctx.save_for_backward(*[x if keep and P.is_tensor(x) else None for x in operands],
-                                  out if cls.op in USES_OUT else None)
-            ctx.scalars = tuple(None if P.is_tensor(x) else x for x in operands)
-        return out
-
-    @classmethod
-    def backward(cls, ctx, grad):
-        if cls.op not in GRADS:  # piecewise-constant ops (floor_divide...) pass no gradient
-            return (None,) * len(ctx.needs_input_grad)
-        saved = ctx.saved_tensors
-        args = [s if s is not None else c for s, c in zip(saved[:-1], ctx.scalars)]
-        grads = GRADS[cls.op](grad, *args, saved[-1])
-        return tuple(g if ctx.needs_input_grad[i] else None for i, g in enumerate(grads))
-
-
-def _pow_name(base, exponent):
-    if not P.is_tensor(base):
-        return "PowBackward2"
-    return "PowBackward1" if P.is_tensor(exponent) else None
-
-
-def _clamp_name(x, *bounds):
-    # clamp(min=, max=) with number bounds is PyTorch's ClampBackward1, with tensor bounds ClampBackward0;
-    # clamp(min=...) alone runs the clamp_min kernel here but is the same PyTorch node
-    return "ClampBackward0" if any(P.is_tensor(b) for b in bounds) else "ClampBackward1"
-
-
-def _sub_name(a, b):
-    return "RsubBackward1" if not P.is_tensor(a) else None
-
-
-# PyTorch's node name for a call, where it depends on the operands (None: the op's default name)
-_NAMES = {"pow": _pow_name, "clamp": _clamp_name, "clamp_min": _clamp_name, "clamp_max": _clamp_name,
-          "sub": _sub_name}
-
-
-class _Overloaded(Elementwise):
-    """An elementwise op whose node name depends on which operands are numbers."""
-
-    @classmethod
-    def apply(cls, *operands, compute=None):
-        name = _NAMES[cls.op](*operands)
-        return _apply(cls if name is None else _variant(cls, name), *operands, compute=compute)
-
-
-class _MulDiv(Elementwise):
-    """mul and div save only the operands their needed gradients read, as PyTorch does: ``x * 2`` keeps
-    nothing of ``x``, so changing ``x`` in place afterwards is no error (and holds no memory)."""
-
-    @classmethod
-    def forward(cls, ctx, a, b, *, compute=None):
-        out = P.apply(cls.op, a, b, compute=compute)
-        need_a, need_b = ctx.needs_input_grad
-        keep_a = need_b  # d(a*b)/db = a, d(a/b)/db = -a/b^2
-        keep_b = need_a or (need_b and cls.op == "div")
-        ctx.save_for_backward(a if keep_a and P.is_tensor(a) else None, b if keep_b and P.is_tensor(b) else None)
-        ctx.scalars = (None if P.is_tensor(a) else a, None if P.is_tensor(b) else b)
-        return out
-
-    @classmethod
-    def backward(cls, ctx, grad):
-        saved = ctx.saved_tensors
-        a, b = (s if s is not None else c for s, c in zip(saved, ctx.scalars))
-        need_a, need_b = ctx.needs_input_grad
-        if cls.op == "mul":
-            return grad * b if need_a else None, grad * a if need_b else None
-        return grad / b if need_a else None, -grad * a / (b * b) if need_b else None
-
-
-_NODE_NAMES = {"square": "PowBackward0"}  # ops PyTorch records under another op's node
-
-
-def _elementwise_class(name: str):
-    base = _Overloaded if name in _NAMES else _MulDiv if name in ("mul", "div") else Elementwise
-    node = _NODE_NAMES.get(name, f"{_camel(name)}Backward0")
-    return type(_camel(name), (base,), {"op": name, "node_name": node})
-
-
-ELEMENTWISE = {name: _elementwise_class(name) for name in OPS}
-
-
-def elementwise(op: str, *operands, out=None):
-    """The differentiable entry point of every elementwise op (``out=`` is not differentiable)."""
-    if out is not None:
-        if needs_graph(out, *operands):
-            raise RuntimeError(f"{op}(): functions with out=... arguments don't support automatic differentiation, but one of the arguments requires grad.")
-        return P.apply(op, *operands, out=out)
-    return ELEMENTWISE[op].apply(*operands)
 
 
 # ---- views -----------------------------------------------------------------------------------

@@ -5,40 +5,31 @@ import numpy as np
 
 from .. import dtypes as D
 from ..registry.elementwise import OPS
+from ..tensor import is_tensor
 from . import pointwise as P
 
-# table ops with a hand-written front end below (parameters, dtype rules), or no public name of their own
-_OWN_FRONT_END = {"identity", "add", "sub", "div", "trunc_divide", "gelu", "gelu_tanh", "silu", "elu", "leaky_relu",
-                  "softplus", "hardtanh", "hardsigmoid", "hardswish", "mish", "logsigmoid", "logit", "clamp_min",
-                  "clamp_max", "nan_to_num", "lerp", "addcmul", "addcdiv", "isclose", "isclose_nan"}
-# the recurrent layers' fused steps are internal kernels (nn/modules/rnn.py)
-_OWN_FRONT_END |= {name for name in OPS if name.startswith(("rnn_", "lstm_"))}
-UNARY = [name for name, e in OPS.items() if e.arity == 1 and name not in _OWN_FRONT_END]
-BINARY = [name for name, e in OPS.items() if e.arity == 2 and name not in _OWN_FRONT_END]
+# ops whose record asks for generated bindings: clgrad.<name>(input[, other], *, out=None), plus (ops/methods.py)
+# Tensor.<name> and Tensor.<name>_; the others have a hand-written front end below or are internal kernels
+GENERATED = [name for name, e in OPS.items() if e.public == "auto"]
 
 
-def _unary(name):
-    def fn(input, *, out=None):
-        return P.apply(name, input, out=out)
+def _generated(name):
+    if OPS[name].arity == 1:
+        def fn(input, *, out=None):
+            return P.apply(name, input, out=out)
 
+        fn.__doc__ = f"Elementwise ``{name}``: ``clgrad.{name}(x)``."
+    else:
+        def fn(input, other, *, out=None):
+            return P.apply(name, input, other, out=out)
+
+        fn.__doc__ = f"Elementwise ``{name}`` with broadcasting: ``clgrad.{name}(x, y)``."
     fn.__name__ = name
-    fn.__doc__ = f"Elementwise ``{name}``: ``clgrad.{name}(x)``."
     return fn
 
 
-def _binary(name):
-    def fn(input, other, *, out=None):
-        return P.apply(name, input, other, out=out)
-
-    fn.__name__ = name
-    fn.__doc__ = f"Elementwise ``{name}`` with broadcasting: ``clgrad.{name}(x, y)``."
-    return fn
-
-
-FUNCS = {name: _unary(name) for name in UNARY} | {name: _binary(name) for name in BINARY}
-# PyTorch's longer names for the same functions
-FUNCS |= {"bitwise_left_shift": FUNCS["lshift"], "bitwise_right_shift": FUNCS["rshift"],
-          "greater_equal": FUNCS["ge"], "less_equal": FUNCS["le"]}
+FUNCS = {name: _generated(name) for name in GENERATED}
+FUNCS |= {alias: FUNCS[name] for name in GENERATED for alias in OPS[name].aliases}  # PyTorch's longer names
 
 
 def _scaled(input, other, alpha, op: str):
@@ -49,7 +40,7 @@ def _scaled(input, other, alpha, op: str):
         raise RuntimeError("Boolean alpha only supported for Boolean results.")
     if rt.kind != "f" and not isinstance(alpha, (int, np.integer)):
         raise RuntimeError("For integral input tensors, argument alpha must not be a floating point number.")
-    if P.is_tensor(other):
+    if is_tensor(other):
         other = P.apply("mul", other, alpha, compute=rt)
     else:
         other = other * alpha
@@ -102,9 +93,9 @@ def clamp(input, min=None, max=None, *, out=None):  # noqa: A002 - PyTorch's nam
     bounds = [b for b in (min, max) if b is not None]
     P.check_operands("clamp", (input, *bounds))
     compute = D.result_type(input, *bounds)
-    if compute is D.bool and not (len(bounds) == 1 and P.is_tensor(bounds[0])):
+    if compute is D.bool and not (len(bounds) == 1 and is_tensor(bounds[0])):
         # PyTorch has bool kernels only for a one-sided tensor bound (maximum/minimum)
-        raise P.unsupported("clamp", compute, input.device if P.is_tensor(input) else "cpu")
+        raise P.unsupported("clamp", compute, input.device if is_tensor(input) else "cpu")
     # one-sided clamps are the maximum/minimum kernels, but with clamp's gradient (ties go to the input)
     if max is None:
         return P.apply("clamp_min", input, min, out=out, compute=compute)
@@ -150,20 +141,15 @@ def logit(input, eps=None, *, out=None):
     return _in_dtype("logit", input, -1.0 if eps is None else eps, out=out)  # eps < 0: no clamping
 
 
-_CPP_NAMES = {"bool": "bool", "uint8": "unsigned char", "int8": "signed char", "int16": "short int", "int32": "int",
-              "int64": "long int", "float16": "c10::Half", "float32": "float", "float64": "double"}
-
-
 def lerp(input, end, weight, *, out=None):
     """``input + weight * (end - input)``, weight a number or a tensor (broadcast): ``clgrad.lerp(a, b, 0.25)``."""
-    if not P.is_tensor(end):
+    if not is_tensor(end):
         raise TypeError(f"lerp(): argument 'end' (position 2) must be Tensor, not {type(end).__name__}")
     P.check_operands("lerp", (input,))
     for name, x in (("end", end), ("weight", weight)):
         # PyTorch doesn't promote here; only a 0-dim weight may have another dtype
-        if P.is_tensor(x) and x.dtype is not input.dtype and not (name == "weight" and x.dim() == 0):
-            raise RuntimeError(f"expected dtype {_CPP_NAMES[input.dtype.name]} for `{name}` but got dtype "
-                               f"{_CPP_NAMES[x.dtype.name]}")
+        if is_tensor(x) and x.dtype is not input.dtype and not (name == "weight" and x.dim() == 0):
+            raise RuntimeError(f"expected dtype {input.dtype.cpp_name} for `{name}` but got dtype {x.dtype.cpp_name}")
     compute = P.compute_dtype("lerp", [input], input.device)
     return P.apply("lerp", input, end, weight, out=out, compute=compute)
 
@@ -187,7 +173,7 @@ _ADDCDIV_INT = (
 def addcdiv(input, tensor1, tensor2, *, value=1, out=None):
     """``input + value * tensor1 / tensor2`` with broadcasting: ``clgrad.addcdiv(p, m, v.sqrt() + eps, value=-lr)``."""
     P.check_operands("addcdiv", (input, tensor1, tensor2))
-    if all(not P.is_tensor(t) or t.dtype.kind != "f" for t in (tensor1, tensor2)):
+    if all(not is_tensor(t) or t.dtype.kind != "f" for t in (tensor1, tensor2)):
         raise RuntimeError(_ADDCDIV_INT)
     compute = P.compute_dtype("addcdiv", [input, tensor1, tensor2], input.device)
     return P.apply("addcdiv", input, tensor1, tensor2, value, out=out, compute=compute)
@@ -197,7 +183,7 @@ def addcdiv(input, tensor1, tensor2, *, value=1, out=None):
 def isclose(input, other, rtol=1e-05, atol=1e-08, equal_nan=False):
     """``|input - other| <= atol + rtol * |other|`` elementwise (bool), as ``torch.isclose``."""
     for pos, (name, x) in enumerate((("input", input), ("other", other)), 1):
-        if not P.is_tensor(x):
+        if not is_tensor(x):
             raise TypeError(f"isclose(): argument '{name}' (position {pos}) must be Tensor, not {type(x).__name__}")
     if input.dtype is not other.dtype:
         raise RuntimeError(f"{input.dtype.scalar_name} did not match {other.dtype.scalar_name}")
@@ -276,9 +262,9 @@ def hardtanh(input, min_val=-1.0, max_val=1.0, inplace=False):
     """``x`` clamped to [min_val, max_val] (no gradient at the bounds): ``F.hardtanh(x)``."""
     if min_val > max_val:
         raise ValueError("min_val cannot be greater than max_val")
-    if P.is_tensor(input) and input.dtype is D.bool:
+    if is_tensor(input) and input.dtype is D.bool:
         raise RuntimeError("Bool inputs not supported for hardtanh")
-    if P.is_tensor(input) and input.dtype is D.uint8 and (min_val < 0 or max_val < 0):
+    if is_tensor(input) and input.dtype is D.uint8 and (min_val < 0 or max_val < 0):
         raise RuntimeError("cannot do hardtanh on an unsigned type with negative limits")
     return _in_dtype("hardtanh", input, min_val, max_val, out=_target(input, inplace))
 

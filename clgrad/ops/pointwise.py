@@ -7,10 +7,15 @@ import numpy as np
 
 from .. import backends
 from .. import dtypes as D
+from ..autograd import graph
 from ..autograd.grad_mode import is_grad_enabled
-from ..registry.elementwise import OPS
+from ..backends.cpu import cast, view_of
 from ..backends.opencl import programs
-from .views import broadcast_shapes
+from ..registry.elementwise import OPS
+from ..tensor import Tensor, is_tensor
+from . import creation
+from . import elementwise as E
+from .views import broadcast_shapes, expand_strides
 
 _MASK_HINT = "If you are trying to invert a mask, use the `~` or `logical_not()` operator instead."
 # PyTorch's own words where an op rejects bool operands with a hint rather than a plain "not implemented"
@@ -18,10 +23,6 @@ _BOOL_ERRORS = {
     "neg": "Negation, the `-` operator, on a bool tensor is not supported. " + _MASK_HINT,
     "relu": "Boolean inputs not supported for relu",
 }
-
-
-def is_tensor(x) -> bool:
-    return hasattr(x, "_storage")
 
 
 def _is_number(x) -> bool:
@@ -117,8 +118,6 @@ def check_operands(op: str, operands) -> None:
 
 def _output(shape, result_dtype, dev, out):
     """A new result tensor, or ``out`` checked for shape and castability as PyTorch checks it."""
-    from ..tensor import Tensor
-
     if out is None:
         return Tensor._empty(shape, result_dtype, dev)
     if out.shape != shape and broadcast_shapes(out.shape, shape) != out.shape:
@@ -188,8 +187,6 @@ def _plan_key(op: str, operands, out, compute):
 def _remember(key, out, operands, compute) -> None:
     if out.numel() == 0 or any(is_tensor(x) and x.device != out.device for x in operands):
         return  # nothing to launch, or 0-dim cpu tensors travelling as scalars: keep the general path
-    from .views import expand_strides
-
     expanded = tuple(expand_strides(x._shape, x._strides, out._shape)[1] if is_tensor(x) and x._shape != out._shape
                      else None for x in operands)
     inputs = [x.expand(out._shape) if is_tensor(x) else x for x in operands]
@@ -205,8 +202,6 @@ def _remember(key, out, operands, compute) -> None:
 
 
 def _run_plan(plan, operands, out):
-    from ..tensor import Tensor
-
     dev, dt, shape, strides, numel, expanded, launch = plan
     inputs = operands if expanded is None else [
         x if st is None else Tensor._make(x._storage, x.dtype, shape, st, x._offset) for x, st in zip(operands, expanded)]
@@ -250,14 +245,11 @@ def _apply(op, operands, out, compute):
 
 
 def _apply_tracked(op, operands, out, compute):
-    from ..autograd.graph import inplace
-    from .functions import ELEMENTWISE
-
-    fn = ELEMENTWISE[op]
+    fn = E.FUNCTIONS[op]
     if out is None:
         return fn.apply(*operands, compute=compute)
     if any(x is out for x in operands):
-        return inplace(out, lambda old: fn.apply(*[old if x is out else x for x in operands], compute=compute))
+        return graph.inplace(out, lambda old: fn.apply(*[old if x is out else x for x in operands], compute=compute))
     raise RuntimeError(
         f"{op}(): functions with out=... arguments don't support automatic differentiation, but one of the "
         "arguments requires grad."
@@ -266,8 +258,6 @@ def _apply_tracked(op, operands, out, compute):
 
 def _host_scalar(t, compute: D.dtype):
     """The value of a 0-dim cpu tensor, converted to the compute dtype as the tensor itself would be."""
-    from ..backends.cpu import cast, view_of
-
     return cast(view_of(t), compute)[()]
 
 
@@ -284,16 +274,10 @@ def cast_into(out, src):
 
 def fill(out, value):
     """Set every element of ``out`` to a Python scalar, converted to ``out``'s dtype on the host."""
-    from ..backends.cpu import cast
-
     if is_grad_enabled() and out.requires_grad:
-        from ..autograd.graph import inplace
-
         # the old values get a zero gradient; the result still belongs to the graph (views rebase their base)
-        return inplace(out, lambda old: old * 0 + value)
-    from .creation import check_fill_value
-
-    check_fill_value(value, out.dtype)
+        return graph.inplace(out, lambda old: old * 0 + value)
+    creation.check_fill_value(value, out.dtype)
     value = cast(np.array(value), out.dtype)[()]
     backends.get(out.device).elementwise("identity", out, [value], out.dtype)
     out._storage.version += 1
