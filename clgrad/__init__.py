@@ -9,7 +9,7 @@ from .dtypes import (  # noqa: F401
 )
 from .dtypes import result_type as _result_type
 from .device import device, get_default_device, set_default_device  # noqa: F401
-from .tensor import Tensor, Size, _bind_methods  # noqa: F401
+from .tensor import Tensor, Size, _bind_methods, is_tensor  # noqa: F401
 from .backends.opencl.allocator import OutOfMemoryError  # noqa: F401
 from .ops.creation import (  # noqa: F401
     tensor, as_tensor, from_numpy, empty, zeros, ones, full, arange, linspace, eye,
@@ -63,10 +63,6 @@ absolute, negative, greater, less, not_equal = (_FUNCS[n] for n in ("abs", "neg"
 def result_type(tensor1, tensor2):
     """The dtype an op on ``tensor1`` and ``tensor2`` produces: ``clgrad.result_type(x, 2.5)``."""
     return _result_type(tensor1, tensor2)
-
-
-def is_tensor(obj):
-    return isinstance(obj, Tensor)
 
 
 def numel(t) -> int:

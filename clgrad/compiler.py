@@ -27,8 +27,10 @@ import weakref
 from . import backends
 from . import dtypes as D
 from .autograd.grad_mode import is_grad_enabled
-from .registry.elementwise import OPS
 from .backends.opencl import programs
+from .nn.modules.module import Module
+from .registry.elementwise import OPS
+from .tensor import Tensor, is_tensor
 
 __all__ = ["compile"]
 
@@ -45,8 +47,6 @@ def compile(model=None, *, fullgraph: bool = False, dynamic=None, backend="induc
     if model is None:
         return lambda m: compile(m, fullgraph=fullgraph, dynamic=dynamic, backend=backend, mode=mode,
                                  options=options, disable=disable)
-    from .nn.modules.module import Module
-
     if disable or isinstance(model, Module):
         return model
     if not callable(model):
@@ -118,7 +118,7 @@ def _signature(args, kwargs):
     parts = [is_grad_enabled(), D.get_default_dtype()]
     try:
         for x in (*args, *sorted(kwargs.items())):
-            if hasattr(x, "_storage"):
+            if is_tensor(x):
                 if x.device.type == "cpu":
                     return None  # a 0-dim cpu tensor next to device tensors travels as a scalar value: never trace
                 parts.append(("T", x.dtype, x._shape, x._strides, x.device, x.requires_grad))
@@ -145,15 +145,15 @@ class _Plan:
     @staticmethod
     def build(trace: _Trace, args, result) -> _Plan:
         recs = trace.elementwise
-        if trace.transfers or trace.launches != len(recs) or len(recs) < 2 or not hasattr(result, "_storage"):
+        if trace.transfers or trace.launches != len(recs) or len(recs) < 2 or not is_tensor(result):
             raise _NotFusable
         if result.requires_grad:
             raise _NotFusable  # autograd recorded the chain: a replay would return a tensor without its graph
         compute = recs[0][3]
         if compute not in (D.float32, D.float64) or result.device.type != "opencl":
             raise _NotFusable
-        arg_of = {id(a._storage): (i, a) for i, a in enumerate(args) if hasattr(a, "_storage")}
-        if len(arg_of) != sum(hasattr(a, "_storage") for a in args):
+        arg_of = {id(a._storage): (i, a) for i, a in enumerate(args) if is_tensor(a)}
+        if len(arg_of) != sum(is_tensor(a) for a in args):
             raise _NotFusable  # arguments sharing memory: a replay could not tell which one a read came from
         shape = tuple(recs[0][1]._shape)
         produced, nodes, leaves = {}, [], {}
@@ -177,8 +177,6 @@ class _Plan:
         return _Plan([k for k, _ in order], statements, f"t{last[0]}", compute, shape, result.device)
 
     def run(self, args):
-        from .tensor import Tensor
-
         inputs = []
         for leaf in self.leaves:
             if leaf[0] == "scalar":
@@ -209,7 +207,7 @@ programs.add_cache_listener(_drop_launchers)  # launchers hold kernels and queue
 
 def _operand(x, produced, arg_of, leaves):
     """("t", node) for a chain result read whole, ("l", leaf) for an argument's view or a scalar."""
-    if not hasattr(x, "_storage"):
+    if not is_tensor(x):
         key = ("scalar", x)
     elif id(x._storage) in produced:
         node, out = produced[id(x._storage)]

@@ -24,6 +24,7 @@ from .ops.creation import _creation_args, _finish
 from .ops.creation import tensor as _tensor
 from .ops.guard import tensor_first, user_stacklevel
 from .ops.views import broadcast_shapes
+from .tensor import Tensor, is_tensor
 
 __all__ = [
     "Generator", "default_generator", "manual_seed", "seed", "initial_seed", "get_rng_state", "set_rng_state",
@@ -35,11 +36,6 @@ DEFAULT_SEED = 67280421310721  # PyTorch's default cpu seed
 _MASK64 = 2**64 - 1
 _INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1
 
-# PyTorch's names for dtypes in its error messages: ScalarType names, C++ type names, C names.
-_SCALAR_NAME = {"bool": "Bool", "uint8": "Byte", "int8": "Char", "int16": "Short", "int32": "Int", "int64": "Long",
-                "float16": "Half", "float32": "Float", "float64": "Double"}
-_CPP_NAME = {"bool": "bool", "uint8": "unsigned char", "int8": "signed char", "int16": "short int", "int32": "int",
-             "int64": "long int", "float16": "c10::Half", "float32": "float", "float64": "double"}
 # float dtypes hold every integer up to 2**digits exactly
 _DIGITS = {"float16": 11, "float32": 24, "float64": 53}
 
@@ -50,7 +46,7 @@ def _g(x) -> str:
 
 
 def _not_implemented(what: str, dt: D.dtype) -> NotImplementedError:
-    return NotImplementedError(f"\"{what}\" not implemented for '{_SCALAR_NAME[dt.name]}'")
+    return NotImplementedError(f"\"{what}\" not implemented for '{dt.scalar_name}'")
 
 
 # ---- generators ------------------------------------------------------------------------------
@@ -100,7 +96,7 @@ class Generator:
 
     def set_state(self, new_state) -> Generator:
         """Restore a state returned by ``get_state``."""
-        if not hasattr(new_state, "_storage"):
+        if not is_tensor(new_state):
             raise TypeError(f"expected a torch.ByteTensor, but got {type(new_state).__name__}")
         if new_state.dtype is not D.uint8 or new_state.device.type != "cpu":
             raise TypeError("RNG state must be a torch.ByteTensor")
@@ -210,12 +206,12 @@ def uniform_(self, from_=0.0, to=1.0, *, generator=None, **kwargs):
     lim = _float_limits(dt)
     for name, v in (("from", from_), ("to", to)):
         if not -lim <= v <= lim:
-            raise RuntimeError(f"{name} is out of bounds for {_CPP_NAME[dt.name]}")
+            raise RuntimeError(f"{name} is out of bounds for {dt.cpp_name}")
     if from_ > to:
         raise RuntimeError(f"uniform_ expects to return a [from, to) range, but found from={_g(from_)} > to={_g(to)}")
     if to - from_ > lim:
         raise RuntimeError(
-            f"uniform_ expects to-from <= std::numeric_limits<{_SCALAR_NAME[dt.name]}>::max(), but found "
+            f"uniform_ expects to-from <= std::numeric_limits<{dt.scalar_name}>::max(), but found "
             f"to={_g(to)} and from={_g(from_)} which result in to-from to exceed the limit"
         )
     _check_writable(self)
@@ -260,14 +256,14 @@ def _check_in_range(from_: int, to_inc: int, dt: D.dtype) -> None:
         lo, hi = int(info.min), int(info.max)
     for name, v in (("from", from_), ("to - 1", to_inc)):
         if not lo <= v <= hi:
-            raise RuntimeError(f"{name} is out of bounds for {_CPP_NAME[dt.name]}")
+            raise RuntimeError(f"{name} is out of bounds for {dt.cpp_name}")
     if dt.kind == "f":
         digits = _DIGITS[dt.name]
         for name, v in (("from", from_), ("to - 1", to_inc)):
             if abs(v) > 2**digits:
                 warnings.warn(
                     f"{name} is out of bounds [-(2^{digits}), 2^{digits}]. Due to precision limitations "
-                    f"{_CPP_NAME[dt.name]} can support discrete uniform distribution only within this range.",
+                    f"{dt.cpp_name} can support discrete uniform distribution only within this range.",
                     stacklevel=user_stacklevel(),
                 )
 
@@ -312,7 +308,7 @@ def random_(self, *args, generator=None, **kwargs):
 def bernoulli_(self, p=0.5, *, generator=None):
     """Set each element to 1 with probability ``p`` (a number or a tensor of probabilities), else 0."""
     _check_writable(self)
-    if not P.is_tensor(p):
+    if not is_tensor(p):
         if not 0 <= p <= 1:
             raise RuntimeError(f"bernoulli_ expects p to be in [0, 1], but got p={_g(p)}")
         return _sample(self, "bernoulli", float(p), 0.0, generator)
@@ -335,7 +331,7 @@ def exponential_(self, lambd=1.0, *, generator=None):
     if self.dtype.kind != "f":
         raise RuntimeError(
             "Exponential distribution is a continuous probability distribution. dtype must be a floating point "
-            f"but you specified {_SCALAR_NAME[self.dtype.name]}"
+            f"but you specified {self.dtype.scalar_name}"
         )
     if not lambd > 0.0:
         raise RuntimeError(f"exponential_ expects lambda > 0.0, but found lambda={_g(lambd)}")
@@ -374,13 +370,11 @@ def randn(*size, generator=None, dtype=None, layout=None, device=None, requires_
 
 
 def _empty(shape, dt: D.dtype, dev):
-    from .tensor import Tensor
-
     return Tensor._empty(shape, dt, dev)
 
 
 def _is_size(x) -> bool:
-    return isinstance(x, (tuple, list)) or (hasattr(x, "__iter__") and not P.is_tensor(x))
+    return isinstance(x, (tuple, list)) or (hasattr(x, "__iter__") and not is_tensor(x))
 
 
 def randint(*args, size=None, low=None, high=None, generator=None, dtype=None, layout=None, device=None,
@@ -435,9 +429,7 @@ def randint_like(input, low=0, high=None, *, generator=None, dtype=None, layout=
     return randint(low, high, shape, generator=generator, dtype=dt, device=dev, requires_grad=requires_grad)
 
 
-_C_INT_NAME = {"uint8": "uint8_t", "int8": "int8_t", "int16": "int16_t", "int32": "int32_t", "int64": "int64_t"}
-_PERM_FLOAT_MAX = {"float16": (2**11 + 1, "2049", "Half"), "float32": (2**24 + 1, "2^24+1", "Float"),
-                   "float64": (2**53 + 1, "2^53+1", "Double")}
+_PERM_FLOAT_MAX = {"float16": (2**11 + 1, "2049"), "float32": (2**24 + 1, "2^24+1"), "float64": (2**53 + 1, "2^53+1")}
 
 
 def randperm(n, *, generator=None, dtype=None, layout=None, device=None, requires_grad=False, pin_memory=False):
@@ -450,10 +442,9 @@ def randperm(n, *, generator=None, dtype=None, layout=None, device=None, require
     if dt is D.bool:
         raise _not_implemented("randperm", dt)
     if dt.kind == "f" and n > _PERM_FLOAT_MAX[dt.name][0]:
-        _, text, name = _PERM_FLOAT_MAX[dt.name]
-        raise RuntimeError(f"n cannot be greater than {text} for {name} type.")
+        raise RuntimeError(f"n cannot be greater than {_PERM_FLOAT_MAX[dt.name][1]} for {dt.scalar_name} type.")
     if dt.kind in "iu" and n - 1 > np.iinfo(dt.np).max:
-        raise RuntimeError(f"value cannot be converted to type {_C_INT_NAME[dt.name]} without overflow")
+        raise RuntimeError(f"value cannot be converted to type {dt.c_int_name} without overflow")
     seed_, offset = _generator(generator)._take(n)
     counters = np.arange(n, dtype=np.uint64) + np.uint64(offset)  # wraps mod 2**64, like the kernels
     w0, w1, _, _ = philox.philox4x32(counters, seed_)
@@ -474,7 +465,7 @@ def bernoulli(input, p=None, *, generator=None):
 
 def normal(mean, std=1.0, size=None, *, generator=None, dtype=None, device=None, requires_grad=False):
     """Normal samples: ``normal(0., 1., (3,))`` or elementwise from tensors ``normal(means, stds)``."""
-    tensors = [x for x in (mean, std) if P.is_tensor(x)]
+    tensors = [x for x in (mean, std) if is_tensor(x)]
     if not tensors:
         if size is None:
             raise TypeError("normal() missing required argument 'size' for float mean and std")
@@ -482,7 +473,7 @@ def normal(mean, std=1.0, size=None, *, generator=None, dtype=None, device=None,
         return _finish(normal_(_empty(shape, dt, dev), mean, std, generator=generator), requires_grad)
     if size is not None:
         raise TypeError("normal() takes no 'size' when mean or std is a tensor")
-    if P.is_tensor(std):
+    if is_tensor(std):
         if not (np.asarray(std) >= 0).all():  # PyTorch also reads std back to check it
             raise RuntimeError("normal expects all elements of std >= 0.0")
     else:
@@ -506,7 +497,7 @@ def multinomial(input, num_samples, replacement=False, *, generator=None):
     if input.dim() not in (1, 2):
         raise RuntimeError("prob_dist must be 1 or 2 dim")
     if input.dtype.kind != "f":
-        raise RuntimeError(f"multinomial only supports floating-point dtypes for input, got: {_SCALAR_NAME[input.dtype.name]}")
+        raise RuntimeError(f"multinomial only supports floating-point dtypes for input, got: {input.dtype.scalar_name}")
     n_cat = input.shape[-1]
     if num_samples <= 0:
         raise RuntimeError("cannot sample n_sample <= 0 samples")

@@ -35,6 +35,8 @@ import numpy as np
 from . import dtypes as D
 from .device import device as _device
 from .device import resolve
+from .ops.creation import tensor
+from .tensor import is_tensor
 
 __all__ = ["save", "load", "CheckpointError"]
 
@@ -91,11 +93,9 @@ class _Encoder:
         self.arrays: dict[str, tuple[list[int], D.dtype, np.ndarray]] = {}
 
     def node(self, obj, path: tuple, depth: int):
-        from .tensor import Tensor
-
         if depth > MAX_DEPTH:
             raise ValueError(f"save(): objects nested more than {MAX_DEPTH} levels deep are not supported")
-        if isinstance(obj, Tensor):
+        if is_tensor(obj):
             return self.tensor(obj, path)
         if isinstance(obj, (np.bool_, np.integer, np.floating)):
             obj = obj.item()
@@ -383,8 +383,6 @@ class _Placer:
         self.cache: dict = {}
 
     def __call__(self, loaded: tuple[np.ndarray, D.dtype], saved: str | None):
-        from .ops.creation import tensor
-
         arr, dt = loaded
         ml = self.map_location
         if callable(ml) and not isinstance(ml, (str, _device, dict)):

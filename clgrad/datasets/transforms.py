@@ -9,6 +9,10 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 
+from ..ops.creation import from_numpy
+from ..ops.creation import tensor as make_tensor
+from ..tensor import is_tensor
+
 __all__ = ["Compose", "Lambda", "Normalize", "ToTensor"]
 
 
@@ -35,8 +39,6 @@ class ToTensor:
     """
 
     def __call__(self, pic):
-        from .. import from_numpy
-
         if not isinstance(pic, np.ndarray):
             raise TypeError(f"pic should be PIL Image or ndarray. Got {type(pic)}")
         if pic.ndim not in (2, 3):
@@ -62,10 +64,7 @@ class Normalize:
         self.inplace = inplace
 
     def __call__(self, tensor):
-        from .. import Tensor
-        from .. import tensor as make_tensor
-
-        if not isinstance(tensor, Tensor):
+        if not is_tensor(tensor):
             raise TypeError(f"img should be Tensor Image. Got {type(tensor)}")
         if not tensor.is_floating_point():
             raise TypeError(f"Input tensor should be a float tensor. Got {tensor.dtype}.")

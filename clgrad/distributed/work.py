@@ -85,10 +85,3 @@ class Work:
 
     def __repr__(self) -> str:
         return f"<Work {self._what} {'completed' if self._done else 'pending'}>"
-
-
-def wait_all(works) -> None:
-    """Wait for several handles (in order: each wait also progresses the later ones)."""
-    for w in works:
-        if w is not None:
-            w.wait()

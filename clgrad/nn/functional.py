@@ -15,11 +15,3 @@ from ..ops.math import FUNCTIONAL_ACTIVATIONS as _ACT  # noqa: E402
 
 globals().update(_ACT)
 
-
-def __getattr__(name: str):
-    # losses composed in nn/modules/loss.py (imported lazily: that module imports this one)
-    if name in ("smooth_l1_loss", "huber_loss", "kl_div", "cosine_embedding_loss"):
-        from .modules import loss
-
-        return getattr(loss, name)
-    raise AttributeError(f"module 'clgrad.nn.functional' has no attribute '{name}'")

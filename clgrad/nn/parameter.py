@@ -1,6 +1,7 @@
 """``Parameter``: a Tensor that a Module registers as a learnable weight."""
 from __future__ import annotations
 
+from ..ops.creation import empty
 from ..tensor import Tensor
 
 
@@ -14,8 +15,6 @@ class Parameter(Tensor):
 
     def __new__(cls, data=None, requires_grad: bool = True):
         if data is None:
-            from ..ops.creation import empty
-
             data = empty(0)
         p = object.__new__(cls)
         p._assign(data._storage, data.dtype, data._shape, data._strides, data._offset)

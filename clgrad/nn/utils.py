@@ -4,13 +4,15 @@ from __future__ import annotations
 import math
 
 from ..autograd.grad_mode import no_grad
-from ..tensor import Tensor
+from ..ops.creation import tensor
+from ..ops.joins import cat, stack
+from ..tensor import is_tensor
 
 __all__ = ["clip_grad_norm_", "clip_grad_value_", "parameters_to_vector", "vector_to_parameters"]
 
 
 def _as_list(parameters) -> list:
-    return [parameters] if isinstance(parameters, Tensor) else list(parameters)
+    return [parameters] if is_tensor(parameters) else list(parameters)
 
 
 def _norm(t, p: float):
@@ -26,9 +28,6 @@ def clip_grad_norm_(parameters, max_norm: float, norm_type: float = 2.0, error_i
                     foreach=None):
     """Scale the gradients so their joint ``norm_type``-norm is at most ``max_norm``; returns the norm
     before clipping (a 0-d tensor, computed on the gradients' device without a host round trip)."""
-    from ..ops.creation import tensor
-    from ..ops.joins import stack
-
     grads = [p.grad for p in _as_list(parameters) if p.grad is not None]
     norm_type = float(norm_type)
     if not grads:
@@ -57,14 +56,12 @@ def clip_grad_value_(parameters, clip_value: float, foreach=None) -> None:
 
 def parameters_to_vector(parameters):
     """All parameters flattened and concatenated into one 1-D tensor."""
-    from ..ops.joins import cat
-
     return cat([p.reshape(-1) for p in parameters])
 
 
 def vector_to_parameters(vec, parameters) -> None:
     """Point each parameter's data at its slice of ``vec`` (the inverse of ``parameters_to_vector``)."""
-    if not isinstance(vec, Tensor):
+    if not is_tensor(vec):
         raise TypeError(f"expected torch.Tensor, but got: {type(vec).__name__}")
     pointer = 0
     for p in parameters:

@@ -14,9 +14,11 @@ from ..autograd.graph import needs_graph
 from . import math as M
 from . import nnops as N
 from . import pointwise as P
+from .creation import arange
 from .guard import tensor_first, user_stacklevel
 
-FUNCTIONAL = ['cross_entropy', 'nll_loss', 'mse_loss', 'l1_loss', 'binary_cross_entropy', 'binary_cross_entropy_with_logits']
+FUNCTIONAL = ['cross_entropy', 'nll_loss', 'mse_loss', 'l1_loss', 'binary_cross_entropy',
+              'binary_cross_entropy_with_logits', 'smooth_l1_loss', 'huber_loss', 'kl_div', 'cosine_embedding_loss']
 
 
 def _reduction(size_average, reduce, reduction: str) -> str:
@@ -27,9 +29,13 @@ def _reduction(size_average, reduce, reduction: str) -> str:
         reduction = "mean" if size_average and reduce else "sum" if reduce else "none"
         warnings.warn(f"size_average and reduce args will be deprecated, please use reduction='{reduction}' "
                       "instead.", stacklevel=user_stacklevel())
-    if reduction not in ("none", "mean", "sum"):
-        raise ValueError(f"{reduction} is not a valid value for reduction")
+    _check_reduction(reduction)
     return reduction
+
+
+def _check_reduction(reduction: str, allowed=("none", "mean", "sum")) -> None:
+    if reduction not in allowed:
+        raise ValueError(f"{reduction} is not a valid value for reduction")
 
 
 def _reduce(loss, reduction: str):
@@ -91,8 +97,6 @@ def _nll_grad(grad, x, target, wt, lse, total, shape, ignore_index: int):
     """The input gradient of nll_loss (``x`` None) or of the fused cross-entropy: one kernel, or the same formula
     in clgrad ops when the gradient itself is being differentiated."""
     if needs_graph(grad, x):
-        from .creation import arange
-
         coef = wt * (grad / total if total is not None else grad)
         coef = M.where(target == ignore_index, 0.0, coef).unsqueeze(1)
         classes = arange(shape[1], device=grad.device).reshape((1, -1) + (1,) * (len(shape) - 2))
@@ -331,6 +335,68 @@ def binary_cross_entropy_with_logits(input, target, weight=None, size_average=No
         log_sigmoid = log_sigmoid * ((pos_weight - 1) * target + 1)
     loss = (1 - target) * input - log_sigmoid
     return _reduce(loss if weight is None else loss * weight, reduction)
+
+
+# Losses without a kernel of their own, composed from differentiable ops (so autograd gives their gradients).
+
+
+def smooth_l1_loss(input, target, size_average=None, reduce=None, reduction="mean", beta=1.0):
+    """Squared error below ``beta``, absolute error above it (scaled to meet smoothly)."""
+    reduction = _reduction(size_average, reduce, reduction)
+    if beta < 0:
+        raise RuntimeError("smooth_l1_loss does not support negative values for beta.")
+    _check_same_size(input, target, "smooth_l1_loss")
+    diff = (input - target).abs()
+    loss = diff if beta == 0 else M.where(diff < beta, diff * diff * (0.5 / beta), diff - 0.5 * beta)
+    return _reduce(loss, reduction)
+
+
+def huber_loss(input, target, reduction="mean", delta=1.0, weight=None):
+    """Squared error below ``delta``, ``delta`` times the absolute error above it."""
+    _check_reduction(reduction)
+    if delta <= 0:
+        raise RuntimeError("huber_loss does not support non-positive values for delta.")
+    _check_same_size(input, target, "huber_loss")
+    diff = (input - target).abs()
+    loss = M.where(diff < delta, diff * diff * 0.5, (diff - 0.5 * delta) * delta)
+    if weight is not None:
+        loss = loss * weight
+    return _reduce(loss, reduction)
+
+
+def kl_div(input, target, size_average=None, reduce=None, reduction="mean", log_target=False):
+    """KL(target || exp(input)) summed pointwise: ``target * (log(target) - input)``, 0 where target is 0."""
+    if size_average is not None or reduce is not None:
+        reduction = _reduction(size_average, reduce, reduction)
+    _check_reduction(reduction, ("none", "mean", "sum", "batchmean"))
+    if reduction == "mean":
+        warnings.warn("reduction: 'mean' divides the total loss by both the batch size and the support size."
+                      "'batchmean' divides only by the batch size, and aligns with the KL div math definition."
+                      "'mean' will be changed to behave the same as 'batchmean' in the next major release.",
+                      stacklevel=user_stacklevel())
+    if log_target:
+        loss = target.exp() * (target - input)
+    else:
+        loss = M.FUNCS["xlogy"](target, target) - target * input
+    if reduction == "batchmean":
+        return loss.sum() / input.shape[0] if input.dim() != 0 else loss.sum()
+    return _reduce(loss, reduction)
+
+
+def cosine_embedding_loss(input1, input2, target, margin=0.0, size_average=None, reduce=None, reduction="mean"):
+    """``1 - cos(x1, x2)`` where target is 1, ``max(0, cos(x1, x2) - margin)`` where it is -1."""
+    reduction = _reduction(size_average, reduce, reduction)
+    if input1.dim() not in (1, 2) or input1.shape != input2.shape:
+        raise RuntimeError(f"cosine_embedding_loss: expected inputs of the same 1-D or 2-D shape, got "
+                           f"{list(input1.shape)} and {list(input2.shape)}")
+    dim = input1.dim() - 1
+    eps = 1e-12  # ATen's EPSILON
+    prod = (input1 * input2).sum(dim)
+    denom = (((input1 * input1).sum(dim) + eps) * ((input2 * input2).sum(dim) + eps)).sqrt()
+    cos = prod / denom
+    zeros = cos * 0
+    loss = M.where(target == 1, 1 - cos, zeros) + M.where(target == -1, (cos - margin).clamp_min(0), zeros)
+    return _reduce(loss, reduction)
 
 
 # a list or a number where a tensor belongs raises PyTorch's TypeError (see guard.py)

@@ -12,7 +12,9 @@ from copy import deepcopy
 from itertools import chain
 from typing import Any
 
-from ..autograd.grad_mode import no_grad
+from .. import backends
+from .. import dtypes as D
+from ..autograd.grad_mode import enable_grad, no_grad
 from ..tensor import Tensor
 
 __all__ = ["Optimizer", "required"]
@@ -124,7 +126,6 @@ class Optimizer:
         self._opt_called = True  # lets a scheduler warn when it is stepped before its optimizer
         loss = None
         if closure is not None:
-            from ..autograd.grad_mode import enable_grad
             with enable_grad():
                 loss = closure()
         with no_grad():
@@ -223,9 +224,6 @@ def fused_backend(p, *tensors):
     """The parameter's backend when it has fused optimizer steps and they apply: ``p``, its gradient and its
     state tensors (None entries are skipped) are contiguous and of one float dtype, on ``p``'s device.
     Otherwise None, and the optimizer composes the same update from elementwise ops."""
-    from .. import backends
-    from .. import dtypes as D
-
     backend = backends.get(p.device)
     if not hasattr(backend, "adam_step") or p.dtype not in (D.float32, D.float64):
         return None

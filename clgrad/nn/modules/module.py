@@ -7,20 +7,21 @@ from collections import OrderedDict, namedtuple
 import numpy as np
 
 from ... import dtypes as D
-from ...autograd.function import Function
-from ...autograd.grad_mode import is_grad_enabled, no_grad
+from ...autograd.grad_mode import no_grad
 from ...device import device as _device
 from ...ops.creation import tensor
 from ...tensor import Tensor
 from ..parameter import Parameter
+from . import hooks as H
+from .hooks import (  # noqa: F401 - PyTorch's home of the global hook functions
+    RemovableHandle,
+    register_module_backward_hook,
+    register_module_full_backward_hook,
+    register_module_full_backward_pre_hook,
+)
 
 _IncompatibleKeys = namedtuple("IncompatibleKeys", ["missing_keys", "unexpected_keys"])
 _HOOK_DICTS = ("_forward_pre_hooks", "_forward_hooks", "_backward_pre_hooks", "_backward_hooks")
-
-# hooks every module runs before its own (``register_module_full_backward_hook``), as in PyTorch
-_global_backward_hooks: OrderedDict = OrderedDict()
-_global_backward_pre_hooks: OrderedDict = OrderedDict()
-_global_is_full_backward_hook: bool | None = None
 
 
 def _typename(value) -> str:
@@ -35,25 +36,6 @@ def _addindent(text: str, spaces: int) -> str:
     return "\n".join([first] + [" " * spaces + line for line in rest])
 
 
-class RemovableHandle:
-    """Returned by ``register_*_hook``; ``remove()`` unregisters the hook."""
-
-    _next_id = 0
-
-    def __init__(self, hooks: dict):
-        self.hooks, self.id = hooks, RemovableHandle._next_id
-        RemovableHandle._next_id += 1
-
-    def remove(self) -> None:
-        self.hooks.pop(self.id, None)
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self.remove()
-
-
 def _check_name(kind: str, name, owner) -> None:
     if not isinstance(name, str):
         raise TypeError(f"{kind} name should be a string. Got {_typename(name)}")
@@ -61,128 +43,6 @@ def _check_name(kind: str, name, owner) -> None:
         raise KeyError(f'{kind} name can\'t contain "."')
     if name == "":
         raise KeyError(f'{kind} name can\'t be empty string ""')
-
-
-_LEGACY_HOOK_WARNING = ("register_backward_hook is deprecated in favor of register_full_backward_hook; clgrad runs "
-                        "the hook as a full backward hook (grad_input holds the gradients w.r.t. the module's "
-                        "positional inputs, not those of the last operation in forward).")
-
-
-class _BackwardHookFunction(Function):
-    """Identity on a call's tensor inputs (or outputs): its one node sees all their gradients together."""
-
-    node_name = "BackwardHookFunctionBackward"
-
-    @staticmethod
-    def forward(ctx, *tensors):
-        # fresh aliases, so the ones whose source needs no gradient can be marked non-differentiable
-        aliases = tuple(t._view(t._shape, t._strides) for t in tensors)
-        ctx.mark_non_differentiable(*[a for a, t in zip(aliases, tensors) if not t.requires_grad])
-        return aliases
-
-    @staticmethod
-    def backward(ctx, *grads):
-        return grads
-
-
-def _pack(index, values, size: int) -> tuple:
-    """``values`` (one per tensor) at their positions in a call's ``size`` arguments; None elsewhere."""
-    packed = [None] * size
-    for i, v in zip(index, values):
-        packed[i] = v
-    return tuple(packed)
-
-
-def _as_grads(result) -> tuple:
-    return (result,) if isinstance(result, Tensor) else tuple(result)
-
-
-class _BackwardHook:
-    """One module call's backward hooks, as PyTorch's ``BackwardHook``: identity nodes on the tensor inputs
-    and outputs. The output node's hook runs the pre-hooks and keeps grad_output; the input node's hook
-    (which the engine runs after everything inside the module) calls the hooks with both."""
-
-    def __init__(self, module, hooks: list, pre_hooks: list):
-        self.module, self.hooks, self.pre_hooks = module, hooks, pre_hooks
-        self.grad_outputs = None
-        self.n_inputs = self.n_outputs = 0
-        self.input_index = self.output_index = None
-
-    @staticmethod
-    def _wrap(values):
-        """``values`` with its tensors replaced by identity-node aliases, the tensors' positions and the
-        node; positions and node are None when no tensor needs a gradient."""
-        index = [i for i, v in enumerate(values) if isinstance(v, Tensor)]
-        if not any(values[i].requires_grad for i in index):
-            return values, None, None
-        aliases = _BackwardHookFunction.apply(*[values[i] for i in index])
-        node = next(a.grad_fn for a in aliases if a.grad_fn is not None)
-        new = list(values)
-        for i, alias in zip(index, aliases):
-            new[i] = alias
-        return (tuple(new) if type(values) is tuple else type(values)(*new)), index, node
-
-    def setup_inputs(self, args: tuple) -> tuple:
-        self.n_inputs = len(args)
-        args, self.input_index, node = self._wrap(args)
-        if node is not None:
-            node.register_hook(self._input_hook)
-        return args
-
-    def setup_outputs(self, output):
-        single = not isinstance(output, tuple)
-        outputs = (output,) if single else output
-        self.n_outputs = len(outputs)
-        outputs, self.output_index, node = self._wrap(outputs)
-        if node is not None:
-            node.materialize_grads = False  # an output that got no gradient shows None in grad_output
-            node.register_hook(self._output_hook)
-        return outputs[0] if single else outputs
-
-    def _output_hook(self, grad_inputs, grad_outputs):
-        self.grad_outputs = _pack(self.output_index, grad_outputs, self.n_outputs)
-        for hook in self.pre_hooks:
-            result = hook(self.module, self.grad_outputs)
-            if result is None:
-                continue
-            result = _as_grads(result)
-            if len(result) != len(self.grad_outputs):
-                raise RuntimeError("Backward pre hook returned an invalid number of grad_output, "
-                                   f"got {len(result)}, but expected {len(self.grad_outputs)}")
-            self.grad_outputs = result
-        grad_outputs = self.grad_outputs
-        if self.input_index is None:  # no input needs a gradient: the hooks fire here, with grad_input None
-            self._hooks_without_inputs()
-        return tuple(grad_outputs[i] for i in self.output_index)
-
-    def _hooks_without_inputs(self) -> None:
-        warnings.warn("Full backward hook is firing when gradients are computed with respect to module outputs "
-                      "since no inputs require gradients. See "
-                      "https://docs.pytorch.org/docs/main/generated/torch.nn.Module.html#torch.nn.Module.register_full_backward_hook "
-                      "for more details.", stacklevel=5)
-        grad_inputs = (None,) * self.n_inputs
-        for hook in self.hooks:
-            result = hook(self.module, grad_inputs, self.grad_outputs)
-            if result is not None and not (isinstance(result, tuple) and all(r is None for r in result)):
-                raise RuntimeError("Backward hook for Modules where no input requires gradient should always "
-                                   "return None or None for all gradients.")
-        self.grad_outputs = None
-
-    def _input_hook(self, grad_inputs, grad_outputs):
-        if self.grad_outputs is None:  # the gradient reached the inputs without passing the outputs
-            return None
-        grads = _pack(self.input_index, grad_inputs, self.n_inputs)
-        for hook in self.hooks:
-            result = hook(self.module, grads, self.grad_outputs)
-            if result is None:
-                continue
-            result = _as_grads(result)
-            if len(result) != len(grads):
-                raise RuntimeError("Backward hook returned an invalid number of grad_input, "
-                                   f"got {len(result)}, but expected {len(grads)}")
-            grads = result
-        self.grad_outputs = None
-        return tuple(grads[i] for i in self.input_index)
 
 
 class Module:
@@ -216,7 +76,7 @@ class Module:
             result = hook(self, args)
             if result is not None:
                 args = result if isinstance(result, tuple) else (result,)
-        backward_hook = self._backward_hook()
+        backward_hook = H.backward_hook(self)
         if backward_hook is not None:
             args = backward_hook.setup_inputs(args)
         output = self.forward(*args, **kwargs)
@@ -230,15 +90,6 @@ class Module:
                               f"Tensors but received {type(output)}", stacklevel=2)
             output = backward_hook.setup_outputs(output)
         return output
-
-    def _backward_hook(self) -> _BackwardHook | None:
-        """The per-call state of the backward (pre-)hooks, or None when there are none or no graph is built."""
-        if not (self._backward_hooks or self._backward_pre_hooks or _global_backward_hooks
-                or _global_backward_pre_hooks) or not is_grad_enabled():
-            return None
-        hooks = [*_global_backward_hooks.values(), *self._backward_hooks.values()]
-        pre_hooks = [*_global_backward_pre_hooks.values(), *self._backward_pre_hooks.values()]
-        return _BackwardHook(self, hooks, pre_hooks)
 
     def _add_hook(self, hooks: OrderedDict, hook, prepend: bool) -> RemovableHandle:
         handle = RemovableHandle(hooks)
@@ -278,7 +129,7 @@ class Module:
         if self._is_full_backward_hook is True:
             raise RuntimeError("Cannot use both regular backward hooks and full backward hooks on a single Module. "
                                "Please use only one of them.")
-        warnings.warn(_LEGACY_HOOK_WARNING, FutureWarning, stacklevel=2)
+        warnings.warn(H.LEGACY_HOOK_WARNING, FutureWarning, stacklevel=2)
         self._is_full_backward_hook = False
         return self._add_hook(self._backward_hooks, hook, False)
 
@@ -635,35 +486,3 @@ def _parse_to(args, kwargs):
     if dt is not None and not dt.is_floating_point:
         raise TypeError(f"nn.Module.to only accepts floating point or complex dtypes, but got desired dtype={dt}")
     return dev, dt
-
-
-def register_module_full_backward_hook(hook) -> RemovableHandle:
-    """A full backward hook every module runs (before its own); for debugging and profiling."""
-    global _global_is_full_backward_hook
-    if _global_is_full_backward_hook is False:
-        raise RuntimeError("Cannot use both regular backward hooks and full backward hooks as a global Module hook. "
-                           "Please use only one of them.")
-    _global_is_full_backward_hook = True
-    handle = RemovableHandle(_global_backward_hooks)
-    _global_backward_hooks[handle.id] = hook
-    return handle
-
-
-def register_module_full_backward_pre_hook(hook) -> RemovableHandle:
-    """A backward pre-hook every module runs (before its own); for debugging and profiling."""
-    handle = RemovableHandle(_global_backward_pre_hooks)
-    _global_backward_pre_hooks[handle.id] = hook
-    return handle
-
-
-def register_module_backward_hook(hook) -> RemovableHandle:
-    """Deprecated global form of ``Module.register_backward_hook`` (run as a full backward hook)."""
-    global _global_is_full_backward_hook
-    if _global_is_full_backward_hook is True:
-        raise RuntimeError("Cannot use both regular backward hooks and full backward hooks as a global Module hook. "
-                           "Please use only one of them.")
-    warnings.warn(_LEGACY_HOOK_WARNING, FutureWarning, stacklevel=2)
-    _global_is_full_backward_hook = False
-    handle = RemovableHandle(_global_backward_hooks)
-    _global_backward_hooks[handle.id] = hook
-    return handle

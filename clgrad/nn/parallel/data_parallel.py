@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections import OrderedDict
 
+from ...backends.opencl import runtime
 from ...device import device as _device
 from ...device import resolve
 from ..modules.module import Module
@@ -22,8 +23,6 @@ def _as_device(d):
 
 
 def _default_devices() -> list:
-    from ...backends.opencl import runtime
-
     return [_device("opencl", d.index) for d in runtime.devices() if d.usable and not d.props.is_simulator]
 
 

@@ -10,6 +10,7 @@ import math
 
 import numpy as np
 
+from ... import distributed as dist
 from .sampler import Sampler
 
 
@@ -46,8 +47,6 @@ class DistributedSampler(Sampler):
     def __init__(self, dataset, num_replicas: int | None = None, rank: int | None = None, shuffle: bool = True,
                  seed: int = 0, drop_last: bool = False):
         if num_replicas is None or rank is None:
-            from ... import distributed as dist
-
             if not dist.is_available():
                 raise RuntimeError("Requires distributed package to be available")
             num_replicas = dist.get_world_size() if num_replicas is None else num_replicas
