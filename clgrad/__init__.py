@@ -9,7 +9,7 @@ from .dtypes import (  # noqa: F401
 )
 from .dtypes import result_type as _result_type
 from .device import device, get_default_device, set_default_device  # noqa: F401
-from .tensor import Tensor, Size, _bind_methods  # noqa: F401
+from .tensor import Tensor, Size  # noqa: F401
 from .backends.opencl.allocator import OutOfMemoryError  # noqa: F401
 from .ops.creation import (  # noqa: F401
     tensor, as_tensor, from_numpy, empty, zeros, ones, full, arange, linspace, eye,
@@ -34,8 +34,9 @@ from .compiler import compile  # noqa: F401,A004
 from .autograd import no_grad, enable_grad, set_grad_enabled, inference_mode, is_grad_enabled  # noqa: F401
 from .autograd.grad_mode import is_inference_mode_enabled  # noqa: F401
 from .tensor import contiguous_format, preserve_format  # noqa: F401
+from .ops.methods import install as _install_methods
 
-_bind_methods()
+_install_methods(Tensor)
 
 
 def _as_function(name: str):

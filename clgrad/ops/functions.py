@@ -269,33 +269,6 @@ class Slice(_NamedView):
         return z, None, None
 
 
-class Clone(Function):
-    node_name = "CloneBackward0"
-
-    @staticmethod
-    def forward(ctx, x, memory_format=None):
-        return x.clone(memory_format=memory_format)
-
-    @staticmethod
-    def backward(ctx, grad):
-        return grad, None
-
-
-class ToCopy(Function):
-    """Device and dtype changes: the gradient goes back to the input's device and dtype."""
-
-    node_name = "ToCopyBackward0"
-
-    @staticmethod
-    def forward(ctx, x, device, dtype):
-        ctx.src = (x.device, x.dtype)
-        return x.to(device, dtype, copy=True)
-
-    @staticmethod
-    def backward(ctx, grad):
-        return grad.to(*ctx.src), None, None
-
-
 # ---- matrix products -------------------------------------------------------------------------
 _PRODUCT_NAMES = {"mm": "MmBackward0", "bmm": "BmmBackward0", "mv": "MvBackward0", "dot": "DotBackward0"}
 _MATMUL_NAMES = {(1, 1): "DotBackward0", (2, 1): "MvBackward0", (2, 2): "MmBackward0", (1, 2): "SqueezeBackward4"}

@@ -1,7 +1,10 @@
 """Tensor methods and operators. Each is a one-line delegation to a function in ``clgrad.ops``."""
 from __future__ import annotations
 
+from .. import random
+from ..autograd import variable
 from ..autograd.graph import needs_graph
+from . import conv, copy, creation, indexing, joins, linalg, nnops, reduction, scans
 from . import functions as F
 from . import math as M
 from . import pointwise as P
@@ -92,8 +95,12 @@ def _expand(self, *sizes):
 
 
 def install(T) -> None:
-    from .. import random
-    from . import conv, indexing, joins, linalg, nnops, reduction, scans
+    variable.install(T)  # grad_fn, backward, hooks
+    T.__init__ = creation.legacy_init
+    T.__reduce_ex__ = creation.reduce_ex
+    for fn in (creation.new_empty, creation.new_zeros, creation.new_ones, creation.new_full, creation.new_tensor,
+               copy.to, copy.copy_, copy.clone, copy.contiguous, copy.fill_, copy.zero_):
+        setattr(T, fn.__name__, fn)
 
     for module in (reduction, linalg, random, indexing, joins, scans, conv, nnops):
         module.install(T)
