@@ -15,7 +15,12 @@ from . import grad_mode
 from .grad_mode import is_grad_enabled
 from .graph import connect
 from .nodes import (  # noqa: F401 - AccumulateGrad and BackwardCFunction are imported from here by nn and tests
-    ANOMALY, AccumulateGrad, BackwardCFunction, FunctionCtx, Node, SavedTensor,
+    ANOMALY,
+    AccumulateGrad,
+    BackwardCFunction,
+    FunctionCtx,
+    Node,
+    SavedTensor,
 )
 
 
@@ -98,6 +103,20 @@ class Function:
         bound = sig.bind(*lead, *args, **kwargs)
         bound.apply_defaults()
         return bound.args[len(lead):], bound.kwargs
+
+
+_VARIANTS: dict = {}
+
+
+def variant(cls, node_name: str):
+    """A subclass of ``cls`` whose graph node is called ``node_name`` (made once, then cached). PyTorch gives
+    one op several node names (its overloads: ``a ** 2`` is ``PowBackward0``, ``a ** b`` ``PowBackward1``;
+    ``sum()`` is ``SumBackward0``, ``sum(dim)`` ``SumBackward1``): a dispatcher picks the variant to apply."""
+    key = (cls, node_name)
+    sub = _VARIANTS.get(key)
+    if sub is None:
+        sub = _VARIANTS[key] = type(cls.__name__, (cls,), {"node_name": node_name})
+    return sub
 
 
 def once_differentiable(backward):

@@ -14,8 +14,8 @@ from __future__ import annotations
 import weakref
 
 from . import engine
-from .nodes import _Handle as Handle
 from .graph import refresh_view
+from .nodes import _Handle as Handle
 
 
 def _get_grad_fn(self):

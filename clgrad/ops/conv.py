@@ -18,10 +18,12 @@ from .. import dtypes as D
 from ..autograd.function import Function
 from ..autograd.graph import needs_graph
 from ..backends.cpu_conv import Window
+from ..tensor import Tensor
 from . import pointwise as P
 from . import shape as S
 from .guard import tensor_first
-from .linalg import _CPP_NAME, _SCALAR_NAME
+from .reduction import sum as reduce_sum
+from .views import contiguous_strides, wrap_dim
 
 __all__ = ["conv1d", "conv2d", "conv_transpose1d", "conv_transpose2d", "max_pool1d", "max_pool2d", "avg_pool1d",
            "adaptive_avg_pool1d"]
@@ -29,8 +31,6 @@ FUNCTIONAL = __all__ + ["avg_pool2d", "adaptive_avg_pool2d"]
 
 
 def _empty(shape, like):
-    from ..tensor import Tensor
-
     return Tensor._empty(shape, like.dtype, like.device)
 
 
@@ -135,8 +135,6 @@ def _conv_t_raw(x, w, bias, win: Window, groups: int, size: tuple):
 
 def _conv_weight_raw(x, gy, win: Window, groups: int, wshape: tuple, cols=None):
     """The weight gradient of <gy, conv(x, w)>: sum over the batch of gy[n] @ im2col(x)[n]^T, per group."""
-    from .reduction import sum as reduce_sum
-
     x4, g4 = _as4d(x), _as4d(gy)
     n, c = x4.shape[:2]
     co = g4.shape[1]
@@ -164,8 +162,6 @@ KEEP_COLS_BYTES = 64 << 20  # the largest column matrix a convolution keeps from
 def _weight_sum(x4, gm, win: Window, cols=None):
     """sum over n of gm[n] [Co, L] @ im2col(x4)[n]^T, the batch summed inside the product in a few chunks
     (``cols``: im2col(x4) when the forward kept it)."""
-    from .reduction import sum as reduce_sum
-
     n, co, length = gm.shape
     kg = x4.shape[1] * win.kh * win.kw
     cols = _columns(x4, win) if cols is None else cols
@@ -311,7 +307,7 @@ def _check_conv_shapes(x, w, bias, stride, padding, dilation, groups, transposed
 
 def _check_dtypes(x, w) -> None:
     if w.dtype is not x.dtype:
-        raise RuntimeError(f"expected scalar type {_SCALAR_NAME[x.dtype.name]} but found {_SCALAR_NAME[w.dtype.name]}")
+        raise RuntimeError(f"expected scalar type {x.dtype.scalar_name} but found {w.dtype.scalar_name}")
 
 
 def _window(kernel, stride, pad_before, dilation, out) -> Window:
@@ -329,7 +325,7 @@ def _conv_prologue(op, dims, input, weight, bias, groups):
     _check_tensor(op, "weight", 2, weight)
     _check_tensor(op, "bias", 3, bias, optional=True)
     if bias is not None and bias.dtype is not input.dtype:
-        raise RuntimeError(f"Input type ({_CPP_NAME[input.dtype.name]}) and bias type ({_CPP_NAME[bias.dtype.name]}) "
+        raise RuntimeError(f"Input type ({input.dtype.cpp_name}) and bias type ({bias.dtype.cpp_name}) "
                            "should be the same")
     batched = _batchify(op, input, dims)
     if groups <= 0:
@@ -518,8 +514,6 @@ def _fold_raw(cols, out_shape, win):
 
 
 def _contiguous(shape) -> tuple:
-    from .views import contiguous_strides
-
     return contiguous_strides(shape)
 
 
@@ -550,8 +544,6 @@ class MaxPool2d(Function):
 
 
 def _max_pool_raw(x, out_shape, win):
-    from ..tensor import Tensor
-
     out = _empty(out_shape, x)
     indices = Tensor._empty(out_shape, D.int64, x.device)
     if out.numel():
@@ -623,8 +615,6 @@ def _pool_window(op, x, kernel_size, stride, padding, dilation, ceil_mode) -> Wi
     if op == "max_pool2d" and x.dim() not in (3, 4):
         raise RuntimeError("non-empty 3D or 4D (batch mode) tensor expected for input")
     if op == "avg_pool2d":
-        from .views import wrap_dim
-
         wrap_dim(-3, x.dim())  # PyTorch reads input.size(-3) first
     h, w = x.shape[-2:]
     out = (_pool_out(h, k[0], p[0], s[0], d[0], ceil_mode), _pool_out(w, k[1], p[1], s[1], d[1], ceil_mode))

@@ -17,7 +17,6 @@ from . import pointwise as P
 from .guard import tensor_first
 from .views import as_size
 
-
 # ---- from data ---------------------------------------------------------------------------------
 
 
@@ -117,7 +116,11 @@ def _check_overflow(arr: np.ndarray, dt: D.dtype) -> None:
 
 
 # C++ type names PyTorch uses when a fill value does not fit (full, fill_, masked_fill, index_fill)
-_FILL_NAME = {"uint8": "uint8_t", "int8": "int8_t", "int16": "int16_t", "int32": "int", "int64": "int64_t"}
+
+
+def _fill_name(dt: D.dtype) -> str:
+    """The type name PyTorch's fill overflow message uses: the C name ('int8_t'), except plain 'int' for int32."""
+    return "int" if dt is D.int32 else dt.c_int_name
 
 
 def check_fill_value(value, dt: D.dtype) -> None:
@@ -127,7 +130,7 @@ def check_fill_value(value, dt: D.dtype) -> None:
     try:
         _check_overflow(np.array(value), dt)
     except RuntimeError:
-        raise RuntimeError(f"value cannot be converted to type {_FILL_NAME[dt.name]} without overflow") from None
+        raise RuntimeError(f"value cannot be converted to type {_fill_name(dt)} without overflow") from None
 
 
 def _from_host(arr: np.ndarray, dt: D.dtype, dev):

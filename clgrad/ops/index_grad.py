@@ -8,6 +8,7 @@ from __future__ import annotations
 from ..autograd.function import Function
 from . import indexing as I
 from . import pointwise as P
+from .creation import zeros
 
 
 def _reduce_to(g, shape):
@@ -43,8 +44,6 @@ class Index(Function):
 
     @staticmethod
     def backward(ctx, grad):
-        from .creation import zeros
-
         shape, dt, dev = ctx.meta
         indices = I._saved_indices(ctx)
         g = I.index_put(zeros(shape, dtype=dt, device=dev), indices, grad, accumulate=True)

@@ -17,10 +17,14 @@ import numpy as np
 from .. import backends
 from .. import dtypes as D
 from ..autograd.graph import inplace, needs_graph
+from ..backends.cpu import cast, view_of
+from ..tensor import Tensor
 from . import index_grad as G
 from . import pointwise as P
 from . import views as V
+from .creation import check_fill_value, tensor, zeros
 from .guard import tensor_first, user_stacklevel
+from .math import where as choose
 
 __all__ = ["gather", "scatter", "scatter_add", "index_select", "index_add", "index_put", "index_put_",
            "index_fill", "masked_fill", "masked_select", "nonzero", "argwhere", "take_along_dim", "where"]
@@ -29,14 +33,9 @@ _INDEX_TYPES = "tensors used as indices must be long, int, byte or bool tensors"
 _UINT8_MASK = "indexing with dtype clgrad.uint8 is now deprecated, please use a dtype clgrad.bool instead."
 _SEQUENCE = ("Using a non-tuple sequence for multidimensional indexing is deprecated; use x[tuple(seq)] instead of "
              "x[seq]. In a future release this will be interpreted as tensor index, x[clgrad.tensor(seq)].")
-# PyTorch names dtypes by their C++ type in masked_fill's error
-_CPP_NAMES = {"bool": "bool", "uint8": "unsigned char", "int8": "signed char", "int16": "short int",
-              "int32": "int", "int64": "long int", "float16": "c10::Half", "float32": "float", "float64": "double"}
 
 
 def _tensor_cls():
-    from ..tensor import Tensor
-
     return Tensor
 
 
@@ -51,8 +50,6 @@ def _atleast1(t):
 
 
 def _zeros(shape, like):
-    from .creation import zeros
-
     return zeros(tuple(shape), dtype=like.dtype, device=like.device)
 
 
@@ -89,8 +86,6 @@ def _put_raw(base, value, idx, mode: str, err, wrap: bool = True, checked: bool 
 def _value_over(dst, value, shape, mismatch):
     """``value`` as the put primitive takes it over the index space ``shape``: a numpy scalar of dst's dtype,
     or a tensor view broadcast over ``shape`` (a snapshot when it shares dst's memory)."""
-    from ..backends.cpu import cast, view_of
-
     if P.is_tensor(value) and value.device != dst.device:
         if value.dim() == 0 and value.device.type == "cpu":
             value = view_of(value)
@@ -115,8 +110,6 @@ def _value_over(dst, value, shape, mismatch):
 def _as_index(x, item):
     """An index entry as a tensor on ``x``'s device: lists and arrays convert, int32 widens to int64."""
     if not P.is_tensor(item):
-        from .creation import tensor
-
         item = tensor(item, device=x.device)
         if item.numel() == 0 and item.dtype.kind == "f":  # x[[]] selects nothing
             item = item.to(D.int64)
@@ -317,8 +310,6 @@ def _parse(t, index):
             elif not isinstance(it, int):
                 entries.append(None)
         elif kind == "bool":  # a new dim of size 1, of which the index keeps all or nothing
-            from .creation import tensor
-
             basic.append(None)
             entries.append(tensor([0] if it else [], dtype=D.int64, device=t.device))
         else:
@@ -622,8 +613,6 @@ def _index_fill(x, dim, index, value, in_place: bool):
     if P.is_tensor(value) and value.dim():
         raise IndexError(f"index_fill_ only supports a 0-dimensional value tensor, but got tensor with {value.dim()} "
                          "dimension(s).")
-    from .creation import check_fill_value
-
     check_fill_value(value, x.dtype)
     d = V.wrap_dim(dim, x.dim())
     index = index.to(x.device, D.int64)
@@ -650,15 +639,13 @@ def index_fill_(input, dim, index, value):  # noqa: A002
 
 def _fill_checks(x, mask, value) -> None:
     if not P.is_tensor(mask) or mask.dtype is not D.bool:
-        got = _CPP_NAMES[mask.dtype.name] if P.is_tensor(mask) else type(mask).__name__
+        got = mask.dtype.cpp_name if P.is_tensor(mask) else type(mask).__name__
         raise RuntimeError(f"masked_fill_ only supports boolean masks, but got mask with dtype {got}")
     if P.is_tensor(value) and value.dim():
         raise RuntimeError(f"masked_fill_ only supports a 0-dimensional value tensor, but got tensor with "
                            f"{value.dim()} dimension(s).")
     if not P.is_tensor(value) and not isinstance(value, (Number, np.number, np.bool_)):
         raise TypeError(f"masked_fill(): argument 'value' must be Number or Tensor, not {type(value).__name__}")
-    from .creation import check_fill_value
-
     check_fill_value(value, x.dtype)
 
 
@@ -706,8 +693,6 @@ def nonzero(input, *, as_tuple=False):  # noqa: A002
     if not as_tuple:
         return coords
     if input.dim() == 0:  # a 0-dim tensor counts as one element here
-        from .creation import zeros
-
         return (zeros(coords._shape[0], dtype=D.int64, device=input.device),)
     return tuple(_restride(coords, coords._shape[:1], coords._strides[:1], coords._offset + d)
                  for d in range(input.dim()))
@@ -722,8 +707,6 @@ def where(condition, input=None, other=None):  # noqa: A002
     """``where(cond)`` is ``nonzero(cond, as_tuple=True)``; ``where(cond, x, y)`` picks elementwise."""
     if input is None and other is None:
         return nonzero(condition, as_tuple=True)
-    from .math import where as choose
-
     return choose(condition, input, other)
 
 

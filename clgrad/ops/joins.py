@@ -17,9 +17,11 @@ import numpy as np
 from .. import dtypes as D
 from ..autograd.function import Function
 from ..autograd.graph import inplace, needs_graph
+from ..tensor import Tensor
 from . import pointwise as P
 from . import shape as S
 from . import views as V
+from .creation import tensor, zeros
 from .guard import tensor_first, user_stacklevel
 
 __all__ = [
@@ -35,8 +37,6 @@ FUNCTIONAL: list[str] = []
 
 
 def _new(shape, dt, dev):
-    from ..tensor import Tensor
-
     return Tensor._empty(tuple(shape), dt, dev)
 
 
@@ -147,8 +147,6 @@ class Cat(Function):
 
     @staticmethod
     def backward(ctx, grad):
-        from .creation import zeros
-
         grads, start = [None], 0
         for (shape, dt, dev), need in zip(ctx.meta, ctx.needs_input_grad[1:]):
             if shape == (0,) and grad.dim() != 1:  # a skipped legacy empty tensor
@@ -536,8 +534,6 @@ class Roll(Function):
 
 def _tri_mask(name, x, k):
     """The kept positions of the last two dims, built on the host (n*m bytes) and sent with the op."""
-    from .creation import tensor
-
     n, m = x._shape[-2:]
     mask = np.tri(n, m, k, dtype=bool) if name == "tril" else ~np.tri(n, m, k - 1, dtype=bool)
     return tensor(mask, device=x.device)
@@ -605,8 +601,6 @@ def _diagonal_view(x, offset, dim1, dim2):
 def _embed(x, offset, d1, d2, shape):
     """Zeros of ``shape`` with ``x`` written on their (offset, d1, d2) diagonal (``diag_embed``'s square
     shape when ``shape`` is None)."""
-    from .creation import zeros
-
     if shape is None:
         rest, n = iter(x._shape[:-1]), x._shape[-1] + abs(offset)
         shape = tuple(n if i in (d1, d2) else next(rest) for i in range(x.dim() + 1))

@@ -9,20 +9,16 @@ import math
 
 from .. import backends
 from .. import dtypes as D
+from ..autograd.function import Function, variant
 from ..autograd.graph import needs_graph
+from ..tensor import Tensor
 from . import pointwise as P
 from . import shape as S
-from .functions import Matmul
 from .guard import tensor_first
 from .views import broadcast_shapes
 
 __all__ = ["matmul", "mm", "bmm", "mv", "dot", "outer"]
 
-# PyTorch names dtypes by their C++ type in mm's message and by ScalarType name elsewhere.
-_CPP_NAME = {"float16": "c10::Half", "float32": "float", "float64": "double", "int8": "signed char",
-             "int16": "short int", "int32": "int", "int64": "long int", "uint8": "unsigned char", "bool": "bool"}
-_SCALAR_NAME = {"float16": "Half", "float32": "Float", "float64": "Double", "int8": "Char", "int16": "Short",
-                "int32": "Int", "int64": "Long", "uint8": "Byte", "bool": "Bool"}
 
 
 def _check_tensors(op: str, **named) -> None:
@@ -38,8 +34,6 @@ def _shape(t) -> str:
 
 def _product(op: str, a, b):
     """The [B, M, N] product of a [B, M, K] and b [B, K, N] views, shapes and dtypes already checked."""
-    from ..tensor import Tensor
-
     if a.dtype is D.bool:
         raise NotImplementedError(f"'{op}' is not implemented for dtype bool on device {a.device}")
     out = Tensor._empty((a.shape[0], a.shape[1], b.shape[2]), a.dtype, a.device)
@@ -51,8 +45,6 @@ def _mm_fast(a, b):
     """The common product, two 2-D tensors of one dtype on one device with nothing to record, straight to the
     backend; None for anything else (the general path then checks and raises). The general path's checks and
     views cost ~10 us, a third of a small product's time on PoCL."""
-    from ..tensor import Tensor
-
     sa, sb = getattr(a, "_shape", None), getattr(b, "_shape", None)
     if sa is None or sb is None or len(sa) != 2 or len(sb) != 2 or sa[1] != sb[0] or a.dtype is not b.dtype:
         return None
@@ -81,8 +73,8 @@ def mm(input, mat2):
         raise RuntimeError(f"mat1 and mat2 shapes cannot be multiplied ({_shape(input)} and {_shape(mat2)})")
     if input.dtype is not mat2.dtype:
         raise RuntimeError(
-            f"expected m1 and m2 to have the same dtype, but got: {_CPP_NAME[input.dtype.name]} != "
-            f"{_CPP_NAME[mat2.dtype.name]}"
+            f"expected m1 and m2 to have the same dtype, but got: {input.dtype.cpp_name} != "
+            f"{mat2.dtype.cpp_name}"
         )
     out = _product("mm", S.unsqueeze(input, 0), S.unsqueeze(mat2, 0))
     return S.squeeze(out, 0)
@@ -105,7 +97,7 @@ def bmm(input, mat2):
         )
     if input.dtype is not mat2.dtype:
         raise RuntimeError(
-            f"expected scalar type {_SCALAR_NAME[input.dtype.name]} but found {_SCALAR_NAME[mat2.dtype.name]}"
+            f"expected scalar type {input.dtype.scalar_name} but found {mat2.dtype.scalar_name}"
         )
     return _product("bmm", input, mat2)
 
@@ -120,7 +112,7 @@ def mv(input, vec):
     if input.shape[1] != vec.shape[0]:
         raise RuntimeError(f"size mismatch, got input ({input.shape[0]}), mat ({_shape(input)}), vec ({vec.shape[0]})")
     if input.dtype is not vec.dtype:
-        v, m = _SCALAR_NAME[vec.dtype.name], _SCALAR_NAME[input.dtype.name]
+        v, m = vec.dtype.scalar_name, input.dtype.scalar_name
         raise RuntimeError(f"addmv input tensors must have the same dtype, but got {v}, {m}, and {v}")
     out = _product("mv", S.unsqueeze(input, 0), vec._view((1, vec.shape[0], 1), (0, vec.stride(0), 1)))
     return out._view((input.shape[0],), (1,))
@@ -135,8 +127,8 @@ def dot(input, tensor):
         raise RuntimeError(f"1D tensors expected, but got {input.dim()}D and {tensor.dim()}D tensors")
     if input.dtype is not tensor.dtype:
         raise RuntimeError(
-            f"dot : expected both vectors to have same dtype, but found {_SCALAR_NAME[input.dtype.name]} and "
-            f"{_SCALAR_NAME[tensor.dtype.name]}"
+            f"dot : expected both vectors to have same dtype, but found {input.dtype.scalar_name} and "
+            f"{tensor.dtype.scalar_name}"
         )
     n1, n2 = input.shape[0], tensor.shape[0]
     if n1 != n2:
@@ -231,13 +223,56 @@ def matmul(input, other):
 def matmul_bias(x, w_t, bias):
     """``x @ w_t + bias`` for x [*, K], w_t [K, N] and bias [N] (nn's linear), the bias added in the product's store
     instead of a second kernel. Untracked: the caller records autograd (``nnops.Linear``)."""
-    from ..tensor import Tensor
-
     lead = tuple(x.shape[:-1])
     rows = x.reshape(1, math.prod(lead), x.shape[-1])  # a view when x's rows are laid out evenly, else a copy
     out = Tensor._empty((1, rows.shape[1], w_t.shape[1]), x.dtype, x.device)
     backends.get(x.device).matmul(out, rows, S.unsqueeze(w_t, 0), bias)
     return out.reshape(lead + (w_t.shape[1],))
+
+
+# ---- matrix products -------------------------------------------------------------------------
+_PRODUCT_NAMES = {"mm": "MmBackward0", "bmm": "BmmBackward0", "mv": "MvBackward0", "dot": "DotBackward0"}
+_MATMUL_NAMES = {(1, 1): "DotBackward0", (2, 1): "MvBackward0", (2, 2): "MmBackward0", (1, 2): "SqueezeBackward4"}
+
+
+class Matmul(Function):
+    """``mm``/``bmm``/``mv``/``dot``/``matmul`` (named by ``op``). One backward for all of them: 1-D operands
+    are treated as a row (left) or a column (right), and the engine sums broadcast batch dims back.
+
+    >>> Matmul.apply(a, b, "mm")  # what linalg.mm returns when autograd records
+    """
+
+    node_name = "UnsafeViewBackward0"  # PyTorch's N-d matmul ends in a reshape of a bmm
+
+    @classmethod
+    def apply(cls, a, b, op="matmul"):
+        name = _PRODUCT_NAMES.get(op) or _MATMUL_NAMES.get((a.dim(), b.dim()))
+        return Function.apply.__func__(cls if name is None else variant(cls, name), a, b, op)
+
+    @staticmethod
+    def forward(ctx, a, b, op):
+        ctx.save_for_backward(a if ctx.needs_input_grad[1] else None, b if ctx.needs_input_grad[0] else None)
+        ctx.dims = (a.dim(), b.dim())
+        return globals()[op](a, b)  # grad mode is off here: the raw path
+
+    @staticmethod
+    def backward(ctx, grad):
+        a, b = ctx.saved_tensors
+        da, db = ctx.dims
+        if da == 1 and db == 1:  # dot: a 0-dim gradient
+            return grad * b if ctx.needs_input_grad[0] else None, grad * a if ctx.needs_input_grad[1] else None, None
+        if da == 1:
+            grad = grad.unsqueeze(-2)
+        if db == 1:
+            grad = grad.unsqueeze(-1)
+        ga = gb = None
+        if ctx.needs_input_grad[0]:
+            ga = grad.matmul((b.unsqueeze(-1) if db == 1 else b).mT)
+            ga = ga.squeeze(-2) if da == 1 else ga
+        if ctx.needs_input_grad[1]:
+            gb = (a.unsqueeze(0) if da == 1 else a).mT.matmul(grad)
+            gb = gb.squeeze(-1) if db == 1 else gb
+        return ga, gb, None
 
 
 def _matmul_method(self, other):

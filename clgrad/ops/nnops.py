@@ -19,9 +19,13 @@ from .. import dtypes as D
 from ..autograd.function import Function
 from ..autograd.grad_mode import no_grad
 from ..autograd.graph import needs_graph
+from ..random import bernoulli_
+from ..tensor import Tensor
 from . import math as M
 from . import pointwise as P
+from .creation import arange, ones, zeros
 from .guard import tensor_first, user_stacklevel
+from .linalg import matmul, matmul_bias
 from .views import wrap_dim
 
 # names PyTorch has at top level (clgrad.X); each also takes PyTorch's top-level signature (see the functions)
@@ -33,8 +37,6 @@ FUNCTIONAL = ["softmax", "log_softmax", "softmin", "embedding", "dropout", "drop
 
 
 def _empty(shape, dt: D.dtype, dev):
-    from ..tensor import Tensor
-
     return Tensor._empty(tuple(shape), dt, dev)
 
 
@@ -137,8 +139,6 @@ class _Scratch:
 
 def one_hot(tensor, num_classes=-1):
     """int64 one-hot encoding along a new last dim: ``F.one_hot(clgrad.tensor([0, 2]), 3)``."""
-    from .creation import arange
-
     if tensor.dtype is not D.int64:
         raise RuntimeError("one_hot is only applicable to index tensor of type LongTensor.")
     if num_classes == -1:
@@ -161,22 +161,16 @@ class Linear(Function):
 
     @staticmethod
     def forward(ctx, x, weight, bias):
-        from .linalg import matmul
-
         ctx.save_for_backward(x, weight)
         if bias is not None and x.dim() >= 1 and x.device == weight.device == bias.device \
                 and x.dtype is weight.dtype is bias.dtype and x.dtype.kind == "f" and weight.dim() == 2 \
                 and x.shape[-1] == weight.shape[1] and bias.dim() == 1 and bias.shape[0] == weight.shape[0]:
-            from .linalg import matmul_bias
-
             return matmul_bias(x, weight.t(), bias)  # the bias added in the product's store: one kernel
         out = matmul(x, weight.t())
         return out if bias is None else P.apply("add", out, bias, out=out)
 
     @staticmethod
     def backward(ctx, grad):
-        from .linalg import matmul
-
         x, weight = ctx.saved_tensors
         need = ctx.needs_input_grad
         rows = grad.reshape(-1, weight.shape[0])
@@ -195,8 +189,6 @@ def linear(input, weight, bias=None):
 
 def bilinear(input1, input2, weight, bias=None):
     """``x1^T A x2 + b`` for every output feature: x1 [*, in1], x2 [*, in2], weight [out, in1, in2]."""
-    from .linalg import matmul
-
     lead = tuple(input1.shape[:-1])
     x1, x2 = input1.reshape(-1, 1, 1, input1.shape[-1]), input2.reshape(-1, 1, input2.shape[-1])
     t = matmul(x1, weight.unsqueeze(0))  # [n, out, 1, in2]
@@ -250,8 +242,6 @@ def _embedding_out(idx, weight):
 
 def _counts(idx, num: int, padding_idx, dt):
     """How often each of the ``num`` rows occurs in ``idx`` (0 for padding_idx), as a [num, 1] column."""
-    from .creation import ones, zeros
-
     counts = zeros((num, 1), dtype=dt, device=idx.device)
     pad = -1 if padding_idx is None else padding_idx
     _backend(idx).embedding_backward(counts, ones((idx.shape[0], 1), dtype=dt, device=idx.device), idx, pad)
@@ -260,8 +250,6 @@ def _counts(idx, num: int, padding_idx, dt):
 
 def _embedding_grad(grad, idx, num: int, padding_idx, freq: bool):
     """The [num, D] weight gradient: each row of ``grad`` [N, D] added into its index's row."""
-    from .creation import zeros
-
     acc_dt = D.float32 if grad.dtype is D.float16 else grad.dtype
     acc = zeros((num, grad.shape[1]), dtype=acc_dt, device=grad.device)
     _backend(grad).embedding_backward(acc, grad, idx, -1 if padding_idx is None else padding_idx)
@@ -356,8 +344,6 @@ def _dropout(input, p, training: bool, inplace: bool, mask_shape):
         return input
     if p == 1:
         return input.mul_(0) if inplace else input * 0
-    from ..random import bernoulli_
-
     mask = bernoulli_(_empty(mask_shape, input.dtype, input.device), 1 - p)
     P.apply("div", mask, 1 - p, out=mask)
     return input.mul_(mask) if inplace else input * mask

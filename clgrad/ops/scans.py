@@ -16,10 +16,13 @@ from .. import backends
 from .. import dtypes as D
 from ..autograd.function import Function
 from ..autograd.graph import needs_graph
+from ..tensor import Tensor
 from . import reduction as R
 from . import shape as S
+from .creation import full, zeros
 from .guard import tensor_first, user_stacklevel
-from .reduce_grad import _unreduce
+from .pointwise import apply, fill
+from .reduction import _unreduce
 from .views import wrap_dim
 
 __all__ = ["var", "std", "var_mean", "std_mean", "logsumexp", "norm", "count_nonzero", "aminmax", "cumsum",
@@ -43,8 +46,6 @@ class _MinMax(tuple):
 
 
 def _new(shape, dt, device):
-    from ..tensor import Tensor
-
     return Tensor._empty(tuple(shape), dt, device)
 
 
@@ -174,8 +175,6 @@ def std_mean(input, dim=None, unbiased=None, keepdim=False, *, correction=None):
 
 # ---- logsumexp ----------------------------------------------------------------------------------
 def _logsumexp(x, dims: tuple, keepdim: bool):
-    from .creation import full
-
     xf = _float_in(x)
     kept = tuple(1 if d in dims else n for d, n in enumerate(x.shape))
     if _count(x, dims) == 0:  # an empty sum of exponentials is 0
@@ -420,8 +419,6 @@ class _ScatterInto(Function):
 
     @staticmethod
     def forward(ctx, src, dim, index, n):
-        from .creation import zeros
-
         ctx.dim = dim
         ctx.save_for_backward(index)
         out = zeros(tuple(n if d == dim else s for d, s in enumerate(src.shape)), dtype=src.dtype, device=src.device)
@@ -488,8 +485,6 @@ def _pick_median(x, dim, keepdim):
         nans = R.sum(x.isnan(), dim, keepdim=True)
         pos = (n - nans).where(nans > 0, (n - 1) // 2)
     else:
-        from .creation import full
-
         pos = full(tuple(1 if d == dim else s for d, s in enumerate(x.shape)), (n - 1) // 2, dtype=D.int64,
                    device=x.device)
     be = backends.get(x.device)
@@ -582,8 +577,6 @@ class _MedianAll(Function):
 
 
 def _median_all(x):
-    from .creation import full
-
     if x.numel() == 0:
         return full((), math.nan, dtype=x.dtype, device=x.device)
     return _pick_median(x.reshape(-1), 0, False)[0]
@@ -604,8 +597,6 @@ def median(input, dim=None, keepdim=False):
 def unique(input, sorted=True, return_inverse=False, return_counts=False, dim=None):  # noqa: A002
     """The distinct values of ``input`` in ascending order (NaNs each stay distinct, as in torch), optionally with
     each element's position among them (``return_inverse``) and how often each occurs (``return_counts``)."""
-    from .pointwise import apply, fill
-
     if dim is not None:
         raise NotImplementedError("unique(dim=...) is not implemented in clgrad; use dim=None (flattened)")
     x, dev = input.detach().reshape(-1), input.device
@@ -639,8 +630,6 @@ def bincount(input, weights=None, minlength=0):
 
     >>> clgrad.bincount(clgrad.tensor([1, 1, 3]))  # tensor([0, 2, 0, 1])
     """
-    from .creation import zeros
-
     if input.dim() != 1 or input.dtype.kind not in "iu":
         if input.dtype.kind in "fb":
             raise NotImplementedError(f"\"bincount\" not implemented for '{input.dtype.scalar_name}'")
