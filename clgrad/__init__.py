@@ -26,7 +26,9 @@ from .random import *  # noqa: F401,F403
 from .ops.indexing import *  # noqa: F401,F403
 from .ops.joins import *  # noqa: F401,F403
 from .ops.scans import *  # noqa: F401,F403
+from .ops.stats import *  # noqa: F401,F403
 from .ops.conv import *  # noqa: F401,F403
+from .ops.pooling import *  # noqa: F401,F403
 from .ops.nnops import *  # noqa: F401,F403
 from . import autograd, datasets, distributed, nn, optim, profiler, utils  # noqa: F401
 from .serialization import CheckpointError, load, save  # noqa: F401

@@ -6,9 +6,10 @@ from ..ops import joins as _joins
 from ..ops import losses as _losses
 from ..ops import nnops as _nnops
 from ..ops import padding as _padding
+from ..ops import pooling as _pooling
 from ..ops import resample as _resample
 
-for _m in (_conv, _resample, _nnops, _losses, _joins, _padding):
+for _m in (_conv, _pooling, _resample, _nnops, _losses, _joins, _padding):
     globals().update({name: getattr(_m, name) for name in _m.FUNCTIONAL})
 del _m
 from ..ops.math import FUNCTIONAL_ACTIVATIONS as _ACT  # noqa: E402
