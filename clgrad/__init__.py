@@ -24,6 +24,7 @@ from .ops.reduction import *  # noqa: F401,F403
 from .ops.linalg import *  # noqa: F401,F403
 from .random import *  # noqa: F401,F403
 from .ops.indexing import *  # noqa: F401,F403
+from .ops.gather import *  # noqa: F401,F403
 from .ops.joins import *  # noqa: F401,F403
 from .ops.rearrange import *  # noqa: F401,F403
 from .ops.scans import *  # noqa: F401,F403

@@ -1,11 +1,12 @@
 """Backward of the indexing ops: one ``Function`` per op, with PyTorch's node names.
 
-The forward of each is the raw op in ``indexing.py`` (imported as ``I``); backward formulas are written in
+The forward of each is the raw op in ``indexing.py`` (imported as ``I``) or ``gather.py`` (``Ga``); backward formulas are written in
 clgrad ops, so double backward works.
 """
 from __future__ import annotations
 
 from ..autograd.function import Function
+from . import gather as Ga
 from . import indexing as I
 from . import pointwise as P
 from .creation import zeros
@@ -80,13 +81,13 @@ class Gather(Function):
     def forward(ctx, x, dim, index):
         ctx.meta = (x._shape, dim)
         ctx.save_for_backward(index)
-        return I._gather(x, dim, index)
+        return Ga._gather(x, dim, index)
 
     @staticmethod
     def backward(ctx, grad):
         (index,) = ctx.saved_tensors
         shape, dim = ctx.meta
-        return I.scatter_add(I._zeros(shape, grad), dim, index, grad), None, None
+        return Ga.scatter_add(I._zeros(shape, grad), dim, index, grad), None, None
 
 
 class Scatter(Function):
@@ -97,7 +98,7 @@ class Scatter(Function):
         ctx.meta = (dim, reduce, src._shape if P.is_tensor(src) else None)
         ctx.save_for_backward(index)
         out = x.clone()
-        I._scatter_raw(out, dim, index, src, I._REDUCE_MODES[reduce])
+        Ga._scatter_raw(out, dim, index, src, Ga._REDUCE_MODES[reduce])
         return out
 
     @staticmethod
@@ -108,9 +109,9 @@ class Scatter(Function):
             raise NotImplementedError("the derivative of scatter with reduce='multiply' is not implemented")
         gx = gsrc = None
         if ctx.needs_input_grad[0]:
-            gx = grad if reduce == "add" else I.scatter(grad, dim, index, 0)
+            gx = grad if reduce == "add" else Ga.scatter(grad, dim, index, 0)
         if src_shape is not None and ctx.needs_input_grad[3]:
-            gsrc = _pad_to(I.gather(grad, dim, index), src_shape)
+            gsrc = _pad_to(Ga.gather(grad, dim, index), src_shape)
         return gx, None, None, gsrc, None
 
 
@@ -129,13 +130,13 @@ class IndexSelect(Function):
     def forward(ctx, x, dim, index):
         ctx.meta = (x._shape, dim)
         ctx.save_for_backward(index)
-        return I._index_select(x, dim, index)
+        return Ga._index_select(x, dim, index)
 
     @staticmethod
     def backward(ctx, grad):
         (index,) = ctx.saved_tensors
         shape, dim = ctx.meta
-        return I.index_add(I._zeros(shape, grad), dim, index, grad.reshape(grad._shape or (1,))), None, None
+        return Ga.index_add(I._zeros(shape, grad), dim, index, grad.reshape(grad._shape or (1,))), None, None
 
 
 class IndexAdd(Function):
@@ -146,14 +147,14 @@ class IndexAdd(Function):
         ctx.meta = (dim, source._shape)
         ctx.save_for_backward(index)
         out = x.clone()
-        I._index_add_raw(out, dim, index, source)
+        Ga._index_add_raw(out, dim, index, source)
         return out
 
     @staticmethod
     def backward(ctx, grad):
         (index,) = ctx.saved_tensors
         dim, src_shape = ctx.meta
-        gsrc = I.index_select(grad, dim, index).reshape(src_shape) if ctx.needs_input_grad[3] else None
+        gsrc = Ga.index_select(grad, dim, index).reshape(src_shape) if ctx.needs_input_grad[3] else None
         return grad, None, None, gsrc
 
 
@@ -165,14 +166,14 @@ class IndexFill(Function):
         ctx.dim = dim
         ctx.save_for_backward(index)
         out = x.clone()
-        I._index_fill_raw(out, dim, index, value)
+        Ga._index_fill_raw(out, dim, index, value)
         return out
 
     @staticmethod
     def backward(ctx, grad):
         (index,) = ctx.saved_tensors
-        gv = I.index_select(grad, ctx.dim, index).sum() if ctx.needs_input_grad[3] else None
-        return I.index_fill(grad, ctx.dim, index, 0), None, None, gv
+        gv = Ga.index_select(grad, ctx.dim, index).sum() if ctx.needs_input_grad[3] else None
+        return Ga.index_fill(grad, ctx.dim, index, 0), None, None, gv
 
 
 class MaskedFill(Function):

@@ -1,6 +1,6 @@
-"""Indexing ops, forward and backward: advanced ``__getitem__``/``__setitem__``, ``gather``/``scatter``,
-``index_select``/``index_add``/``index_put``/``index_fill``, ``masked_fill``/``masked_select``,
-``nonzero``/``where(cond)`` and ``take_along_dim``.
+"""Advanced indexing: ``__getitem__``/``__setitem__`` with tensors, lists and masks, ``index_put``, and the two
+index primitives with their bounds errors, which the ops along one dim (``gather.py``) share; and the mask ops
+``masked_fill``/``masked_select``. Backward rules are in ``index_grad.py``.
 
 Each op reduces to one of two backend primitives (see ``backends/cpu_index.py``): ``index_gather`` and
 ``index_put``, which see the data tensor restrided over an *index space* plus int64 index tensors restrided
@@ -24,10 +24,8 @@ from . import pointwise as P
 from . import views as V
 from .creation import check_fill_value, tensor, zeros
 from .guard import tensor_first, user_stacklevel
-from .math import where as choose
 
-__all__ = ["gather", "scatter", "scatter_add", "index_select", "index_add", "index_put", "index_put_",
-           "index_fill", "masked_fill", "masked_select", "nonzero", "argwhere", "take_along_dim", "where"]
+__all__ = ["index_put", "index_put_", "masked_fill", "masked_select"]
 
 _INDEX_TYPES = "tensors used as indices must be long, int, byte or bool tensors"
 _UINT8_MASK = "indexing with dtype clgrad.uint8 is now deprecated, please use a dtype clgrad.bool instead."
@@ -35,13 +33,9 @@ _SEQUENCE = ("Using a non-tuple sequence for multidimensional indexing is deprec
              "x[seq]. In a future release this will be interpreted as tensor index, x[clgrad.tensor(seq)].")
 
 
-def _tensor_cls():
-    return Tensor
-
-
 def _restride(t, shape, strides, offset=None):
     """Bare metadata over ``t``'s memory (no autograd, no base): what the backend primitives read."""
-    return _tensor_cls()._make(t._storage, t.dtype, tuple(shape), tuple(strides),
+    return Tensor._make(t._storage, t.dtype, tuple(shape), tuple(strides),
                                t._offset if offset is None else offset)
 
 
@@ -72,7 +66,7 @@ def _raise_bad(bad, idx, err) -> None:
 
 def _gather_raw(base, idx, err, wrap: bool = True, checked: bool = True):
     """A new contiguous tensor of ``base``'s shape: ``base`` read through the index tensors ``idx``."""
-    out = _tensor_cls()._empty(base._shape, base.dtype, base.device)
+    out = Tensor._empty(base._shape, base.dtype, base.device)
     _raise_bad(backends.get(base.device).index_gather(out, base, idx, wrap, checked), idx, err)
     return out
 
@@ -124,7 +118,6 @@ def _as_index(x, item):
 
 def _nonzero_raw(t):
     """(count, ndim) int64 coordinates of ``t``'s nonzero elements."""
-    Tensor = _tensor_cls()
     return backends.get(t.device).nonzero(t, lambda n: Tensor._empty((n, t.dim()), D.int64, t.device))
 
 
@@ -368,272 +361,6 @@ def setitem(t, key, value) -> None:
     index_put_(target, entries, value)
 
 
-# ---- gather / scatter -----------------------------------------------------------------------------
-
-
-def _index_arg(name: str, index, long_only: bool) -> None:
-    if not P.is_tensor(index):
-        raise TypeError(f"{name}(): argument 'index' must be Tensor, not {type(index).__name__}")
-    if index.dtype is not D.int64 and (long_only or index.dtype is not D.int32):
-        raise RuntimeError(f"{name}(): Expected dtype {'int64' if long_only else 'int32/int64'} for index")
-
-
-def _along(x, dim: int, index, src=None):
-    """gather/scatter's index space: ``index``'s shape; ``x`` read or written at ``index`` along ``dim``."""
-    x1, i1 = _atleast1(x), _atleast1(index)
-    strides = list(x1._strides)
-    strides[dim] = 0
-    base = _restride(x1, i1._shape, strides)
-    value = src
-    if P.is_tensor(src):
-        s1 = _atleast1(src.clone() if src._storage is x._storage else src)
-        value = _restride(s1, i1._shape, s1._strides)
-    return base, [(i1, x1._shape[dim], x1._strides[dim])], value
-
-
-def _gather(x, dim: int, index):
-    base, idx, _ = _along(x, dim, index)
-    out = _gather_raw(base, idx, _bounds(RuntimeError, dim), wrap=False)
-    return out if index.dim() else _restride(out, (), ())
-
-
-def gather(input, dim, index, *, sparse_grad=False):  # noqa: A002
-    """Values of ``input`` along ``dim`` at ``index``: ``out[i][j] = input[i][index[i][j]]`` for dim=1."""
-    _index_arg("gather", index, long_only=False)
-    d = V.wrap_dim(dim, input.dim())
-    if max(index.dim(), 1) != max(input.dim(), 1):
-        raise RuntimeError("Index tensor must have the same number of dimensions as input tensor")
-    for k in range(index.dim()):
-        if k != d and index._shape[k] > input._shape[k]:
-            raise RuntimeError(
-                f"Size does not match at dimension {k} expected index {list(index._shape)} to be no larger than "
-                f"self {list(input._shape)} apart from dimension {d}"
-            )
-    index = index.to(P.common_device([input, index]), D.int64)
-    if needs_graph(input):
-        return G.Gather.apply(input, d, index)
-    return _gather(input, d, index)
-
-
-def _scatter_checks(name, x, d, index, src) -> None:
-    _index_arg(name, index, long_only=True)
-    if P.is_tensor(src) and src.dtype is not x.dtype:
-        raise RuntimeError(f"{name}(): Expected self.dtype to be equal to src.dtype")
-    for what, t in (("self", x), ("src", src)):
-        if P.is_tensor(t) and max(index.dim(), 1) != max(t.dim(), 1):
-            raise RuntimeError(f"Index tensor must have the same number of dimensions as {what} tensor")
-    too_big = any(index._shape[k] > x._shape[k] for k in range(index.dim()) if k != d)
-    if P.is_tensor(src):
-        too_big = too_big or any(index._shape[k] > src._shape[k] for k in range(index.dim()))
-        if too_big:
-            raise RuntimeError(f"Expected index {list(index._shape)} to be no larger than self {list(x._shape)} apart "
-                               f"from dimension {d} and to be no larger size than src {list(src._shape)}")
-    elif too_big:
-        raise RuntimeError(f"Expected index {list(index._shape)} to be no larger than self {list(x._shape)} apart "
-                           f"from dimension {d}")
-
-
-def _scatter_raw(x, dim: int, index, src, mode: str) -> None:
-    V.check_no_internal_overlap(x)
-    base, idx, value = _along(x, dim, index, src)
-    if not P.is_tensor(value):
-        value = _value_over(x, value, (), str)
-    _put_raw(base, value, idx, mode, _bounds(RuntimeError, dim), wrap=False)
-
-
-_REDUCE_MODES = {None: "store", "add": "add", "multiply": "mul"}
-
-
-def _scatter(name, x, dim, index, src, reduce, in_place: bool):
-    if reduce not in _REDUCE_MODES:
-        raise RuntimeError("reduce argument must be either add or multiply.")
-    d = V.wrap_dim(dim, x.dim())
-    _scatter_checks(name, x, d, index, src)
-    if index.numel() == 0:
-        return x if in_place else x.clone()
-    index = index.to(x.device)
-    if P.is_tensor(src):
-        P.common_device([x, index, src])
-    fn = G.ScatterAdd if name == "scatter_add" else G.Scatter if P.is_tensor(src) else G.ScatterValue
-    if needs_graph(x, src):
-        if in_place:
-            return inplace(x, lambda old: fn.apply(old, d, index, src, reduce))
-        return fn.apply(x, d, index, src, reduce)
-    out = x if in_place else x.clone()
-    _scatter_raw(out, d, index, src, _REDUCE_MODES[reduce])
-    return out
-
-
-def _scatter_src(src, value):
-    src = value if src is None else src
-    if src is None:
-        raise TypeError("scatter() missing required argument 'src' (or 'value')")
-    return src
-
-
-def scatter(input, dim, index, src=None, *, value=None, reduce=None):  # noqa: A002
-    """A copy of ``input`` with ``src`` (a tensor or a number) written along ``dim`` at ``index``;
-    ``reduce='add'`` / ``'multiply'`` combine with what is there instead."""
-    return _scatter("scatter", input, dim, index, _scatter_src(src, value), reduce, in_place=False)
-
-
-def scatter_(input, dim, index, src=None, *, value=None, reduce=None):  # noqa: A002
-    return _scatter("scatter", input, dim, index, _scatter_src(src, value), reduce, in_place=True)
-
-
-def scatter_add(input, dim, index, src):  # noqa: A002
-    """A copy of ``input`` with ``src`` added along ``dim`` at ``index``; duplicate indices all count."""
-    return _scatter("scatter_add", input, dim, index, src, "add", in_place=False)
-
-
-def scatter_add_(input, dim, index, src):  # noqa: A002
-    return _scatter("scatter_add", input, dim, index, src, "add", in_place=True)
-
-
-def take_along_dim(input, indices, dim=None):  # noqa: A002
-    """``gather`` after broadcasting ``input`` and ``indices`` against each other outside ``dim``; negative
-    indices count from the end. Without ``dim``, both are flattened."""
-    if not P.is_tensor(indices) or indices.dtype is not D.int64:
-        got = indices.dtype.scalar_name if P.is_tensor(indices) else type(indices).__name__
-        raise RuntimeError(f"torch.take_along_dim(): dtype of indices should be Long but got {got}")
-    if dim is None:
-        input, indices, d = input.reshape(-1), indices.reshape(-1), 0
-    else:
-        if input.dim() != indices.dim():
-            raise RuntimeError(
-                "torch.take_along_dim(): input and indices should have the same number of dimensions, but got "
-                f"{input.dim()} dimensions for input, and {indices.dim()} dimensions for indices"
-            )
-        d = V.wrap_dim(dim, input.dim())
-        if input.dim():
-            isz, xsz = list(input._shape), list(indices._shape)
-            isz[d], xsz[d] = indices._shape[d], input._shape[d]
-            indices = indices.expand(V.broadcast_shapes(isz, indices._shape))
-            input = input.expand(V.broadcast_shapes(xsz, input._shape))
-    size = input._shape[d] if input.dim() else 1
-    indices = P.apply("where", indices < 0, indices + size, indices)
-    return gather(input, d, indices)
-
-
-# ---- along one dim with a vector of indices ------------------------------------------------------
-
-
-def _vector_index(name: str, index) -> None:
-    if not P.is_tensor(index):
-        raise TypeError(f"{name}(): argument 'index' must be Tensor, not {type(index).__name__}")
-    if index.dim() > 1:
-        raise IndexError(f"{name}(): Index is supposed to be a vector")
-    if index.dtype not in (D.int64, D.int32):
-        raise RuntimeError(f"{name}(): Expected dtype int32 or int64 for index")
-
-
-def _slab(x, dim: int, index):
-    """index_select/index_add/index_fill's index space: ``x``'s shape with ``dim`` as long as ``index``."""
-    x1, i1 = _atleast1(x), _atleast1(index).reshape(-1)
-    shape, strides, istr = list(x1._shape), list(x1._strides), [0] * x1.dim()
-    shape[dim], strides[dim], istr[dim] = i1._shape[0], 0, i1._strides[0]
-    return shape, _restride(x1, shape, strides), [(_restride(i1, shape, istr), x1._shape[dim], x1._strides[dim])]
-
-
-def _index_select(x, dim: int, index):
-    _, base, idx = _slab(x, dim, index)
-    out = _gather_raw(base, idx, _bounds(IndexError, dim), wrap=False)
-    return out if x.dim() else _restride(out, (), ())
-
-
-def index_select(input, dim, index):  # noqa: A002
-    """The entries of ``input`` at ``index`` (a vector) along ``dim``: ``x.index_select(0, rows)``."""
-    _vector_index("index_select", index)
-    d = V.wrap_dim(dim, input.dim())
-    if input.dim() == 0 and index.numel() != 1:
-        raise IndexError(f"index_select(): Index to scalar can have only 1 value, got {index.numel()} value(s)")
-    index = index.to(P.common_device([input, index]), D.int64)
-    if needs_graph(input):
-        return G.IndexSelect.apply(input, d, index)
-    return _index_select(input, d, index)
-
-
-def _index_add_checks(x, d: int, index, source) -> None:
-    _vector_index("index_add_", index)
-    if source.dtype is not x.dtype:
-        raise RuntimeError(f"index_add_(): self ({x.dtype.scalar_name}) and source ({source.dtype.scalar_name}) "
-                           "must have the same scalar type")
-    count = source._shape[d] if source.dim() else 1
-    if index.numel() != count:
-        raise RuntimeError(f"index_add_(): Number of indices ({index.numel()}) should be equal to source.size(dim): "
-                           f"({count}), for dim: {d}")
-    for k in range(x.dim()):
-        if k != d and (source.dim() != x.dim() or source._shape[k] != x._shape[k]):
-            raise RuntimeError("index_add_(): Source/destination tensor must have same slice shapes. Destination slice "
-                               f"shape: {list(x._shape)} and source slice shape: {list(source._shape)} at dimension {k}.")
-
-
-def _index_add_raw(x, dim: int, index, source) -> None:
-    V.check_no_internal_overlap(x)
-    shape, base, idx = _slab(x, dim, index)
-    value = _value_over(x, _atleast1(source), shape, str)
-    # PyTorch's cpu kernel raises IndexError for a 0-d or 1-d self and RuntimeError for more dims
-    _put_raw(base, value, idx, "add", _bounds(IndexError if x.dim() <= 1 else RuntimeError, dim), wrap=False)
-
-
-def _index_add(x, dim, index, source, alpha, in_place: bool):
-    d = V.wrap_dim(dim, x.dim())
-    _index_add_checks(x, d, index, source)
-    index = index.to(P.common_device([x, index, source]), D.int64)
-    if alpha != 1:
-        if source.dtype.kind != "f" and not isinstance(alpha, Integral):
-            raise RuntimeError("For integral input tensors, argument alpha must not be a floating point number.")
-        source = source * alpha
-    if needs_graph(x, source):
-        if in_place:
-            return inplace(x, lambda old: G.IndexAdd.apply(old, d, index, source))
-        return G.IndexAdd.apply(x, d, index, source)
-    out = x if in_place else x.clone()
-    _index_add_raw(out, d, index, source)
-    return out
-
-
-def index_add(input, dim, index, source, *, alpha=1):  # noqa: A002
-    """A copy of ``input`` with ``alpha * source`` added at ``index`` along ``dim``; duplicates all count."""
-    return _index_add(input, dim, index, source, alpha, in_place=False)
-
-
-def index_add_(input, dim, index, source, *, alpha=1):  # noqa: A002
-    return _index_add(input, dim, index, source, alpha, in_place=True)
-
-
-def _index_fill_raw(x, dim: int, index, value) -> None:
-    V.check_no_internal_overlap(x)
-    shape, base, idx = _slab(x, dim, index)
-    _put_raw(base, _value_over(x, value, shape, str), idx, "store", _bounds(IndexError, dim))
-
-
-def _index_fill(x, dim, index, value, in_place: bool):
-    _vector_index("index_fill_", index)
-    if P.is_tensor(value) and value.dim():
-        raise IndexError(f"index_fill_ only supports a 0-dimensional value tensor, but got tensor with {value.dim()} "
-                         "dimension(s).")
-    check_fill_value(value, x.dtype)
-    d = V.wrap_dim(dim, x.dim())
-    index = index.to(x.device, D.int64)
-    if needs_graph(x, value):
-        if in_place:
-            return inplace(x, lambda old: G.IndexFill.apply(old, d, index, value))
-        return G.IndexFill.apply(x, d, index, value)
-    out = x if in_place else x.clone()
-    _index_fill_raw(out, d, index, value)
-    return out
-
-
-def index_fill(input, dim, index, value):  # noqa: A002
-    """A copy of ``input`` with the entries at ``index`` along ``dim`` set to ``value`` (negative indices wrap)."""
-    return _index_fill(input, dim, index, value, in_place=False)
-
-
-def index_fill_(input, dim, index, value):  # noqa: A002
-    return _index_fill(input, dim, index, value, in_place=True)
-
-
 # ---- masks ----------------------------------------------------------------------------------------
 
 
@@ -687,34 +414,9 @@ def masked_select(input, mask):  # noqa: A002
     return _masked_select(input, mask)[0]
 
 
-def nonzero(input, *, as_tuple=False):  # noqa: A002
-    """Coordinates of the nonzero elements, one row each (``as_tuple``: one 1-D tensor per dim)."""
-    coords = _nonzero_raw(input)
-    if not as_tuple:
-        return coords
-    if input.dim() == 0:  # a 0-dim tensor counts as one element here
-        return (zeros(coords._shape[0], dtype=D.int64, device=input.device),)
-    return tuple(_restride(coords, coords._shape[:1], coords._strides[:1], coords._offset + d)
-                 for d in range(input.dim()))
-
-
-def argwhere(input):  # noqa: A002
-    """``nonzero(input)``: one row of coordinates per nonzero element."""
-    return nonzero(input)
-
-
-def where(condition, input=None, other=None):  # noqa: A002
-    """``where(cond)`` is ``nonzero(cond, as_tuple=True)``; ``where(cond, x, y)`` picks elementwise."""
-    if input is None and other is None:
-        return nonzero(condition, as_tuple=True)
-    return choose(condition, input, other)
-
-
 def install(T) -> None:
     """Attach this module's ops to Tensor as methods."""
-    for fn in (gather, scatter, scatter_, scatter_add, scatter_add_, index_select, index_add, index_add_,
-               index_put, index_put_, index_fill, index_fill_, masked_fill, masked_fill_, masked_select,
-               nonzero, argwhere, take_along_dim):
+    for fn in (index_put, index_put_, masked_fill, masked_fill_, masked_select):
         setattr(T, fn.__name__, fn)
 
 
