@@ -1,4 +1,5 @@
-"""Public linear-algebra ops: ``matmul`` (and ``@``), ``mm``, ``bmm``, ``mv``, ``dot``, ``outer``.
+"""Public linear-algebra ops: ``matmul`` (and ``@``), ``mm``, ``bmm``, ``mv``, ``dot``, ``outer``, and nn's
+``linear``/``bilinear``; ``Matmul`` is the one Function of the products.
 
 Every product reaches the backend as one batched ``matmul(out, a, b)`` on views a [B, M, K] and
 b [B, K, N]; ``matmul`` dispatches on dimensions as PyTorch's does, so results and error messages match.
@@ -17,7 +18,9 @@ from . import shape as S
 from .guard import tensor_first
 from .views import broadcast_shapes
 
-__all__ = ["matmul", "mm", "bmm", "mv", "dot", "outer"]
+__all__ = ["matmul", "mm", "bmm", "mv", "dot", "outer", "bilinear"]
+# names that belong in clgrad.nn.functional (F.X)
+FUNCTIONAL = ["linear", "bilinear"]
 
 
 
@@ -275,6 +278,53 @@ class Matmul(Function):
         return ga, gb, None
 
 
+# ---- nn's linear and bilinear ---------------------------------------------------------------------
+class Linear(Function):
+    node_name = "LinearBackward0"
+
+    @staticmethod
+    def forward(ctx, x, weight, bias):
+        ctx.save_for_backward(x, weight)
+        return _linear(x, weight, bias)
+
+    @staticmethod
+    def backward(ctx, grad):
+        x, weight = ctx.saved_tensors
+        need = ctx.needs_input_grad
+        rows = grad.reshape(-1, weight.shape[0])
+        gx = matmul(grad, weight) if need[0] else None
+        gw = matmul(rows.t(), x.reshape(-1, weight.shape[1])) if need[1] else None
+        gb = rows.sum(0) if len(need) > 2 and need[2] else None
+        return gx, gw, gb
+
+
+def _linear(x, weight, bias):
+    """The untracked ``x @ weight.T + bias``."""
+    if bias is not None and x.dim() >= 1 and x.device == weight.device == bias.device \
+            and x.dtype is weight.dtype is bias.dtype and x.dtype.kind == "f" and weight.dim() == 2 \
+            and x.shape[-1] == weight.shape[1] and bias.dim() == 1 and bias.shape[0] == weight.shape[0]:
+        return matmul_bias(x, weight.t(), bias)  # the bias added in the product's store: one kernel
+    out = matmul(x, weight.t())
+    return out if bias is None else P.apply("add", out, bias, out=out)
+
+
+def linear(input, weight, bias=None):
+    """``input @ weight.T + bias``: ``F.linear(x, w, b)`` for x [*, in], w [out, in], b [out]."""
+    if needs_graph(input, weight, bias):
+        return Linear.apply(input, weight, bias)
+    return _linear(input, weight, bias)
+
+
+def bilinear(input1, input2, weight, bias=None):
+    """``x1^T A x2 + b`` for every output feature: x1 [*, in1], x2 [*, in2], weight [out, in1, in2]."""
+    lead = tuple(input1.shape[:-1])
+    x1, x2 = input1.reshape(-1, 1, 1, input1.shape[-1]), input2.reshape(-1, 1, input2.shape[-1])
+    t = matmul(x1, weight.unsqueeze(0))  # [n, out, 1, in2]
+    out = (t.squeeze(2) * x2).sum(-1)
+    out = out if bias is None else out + bias
+    return out.reshape(lead + (weight.shape[0],))
+
+
 def _matmul_method(self, other):
     return matmul(self, other) if P.is_tensor(other) else NotImplemented
 
@@ -286,10 +336,11 @@ def _rmatmul_method(self, other):
 def install(T) -> None:
     """Attach this module's ops to Tensor as methods."""
     for name in __all__:
-        setattr(T, name, globals()[name])
+        if name != "bilinear":
+            setattr(T, name, globals()[name])
     T.__matmul__ = _matmul_method
     T.__rmatmul__ = _rmatmul_method
 
 
 # a list or a number where a tensor belongs raises PyTorch's TypeError (see guard.py)
-tensor_first(globals(), __all__)
+tensor_first(globals(), __all__ + ["linear"])

@@ -4,7 +4,22 @@ from __future__ import annotations
 from .. import random
 from ..autograd import variable
 from ..autograd.graph import needs_graph
-from . import conv, copy, creation, gather, indexing, joins, linalg, nnops, pooling, rearrange, reduction, scans, stats
+from . import (
+    conv,
+    copy,
+    creation,
+    gather,
+    indexing,
+    joins,
+    linalg,
+    nnops,
+    norms,
+    pooling,
+    rearrange,
+    reduction,
+    scans,
+    stats,
+)
 from . import functions as F
 from . import math as M
 from . import pointwise as P
@@ -102,7 +117,7 @@ def install(T) -> None:
                copy.to, copy.copy_, copy.clone, copy.contiguous, copy.fill_, copy.zero_):
         setattr(T, fn.__name__, fn)
 
-    for module in (reduction, linalg, random, indexing, gather, joins, rearrange, scans, stats, conv, pooling, nnops):
+    for module in (reduction, linalg, random, indexing, gather, joins, rearrange, scans, stats, conv, pooling, nnops, norms):
         module.install(T)
 
     # views: raw shape arithmetic, or a Function when autograd records
