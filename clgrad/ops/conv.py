@@ -17,7 +17,7 @@ from .. import backends
 from ..autograd.function import Function
 from ..autograd.graph import needs_graph
 from ..backends.cpu_conv import Window
-from ..tensor import Tensor
+from ..tensor import Tensor, is_tensor
 from . import pointwise as P
 from . import shape as S
 from .guard import tensor_first
@@ -47,7 +47,7 @@ def _check_float(op: str, *tensors) -> None:
 
 
 def _check_tensor(op: str, name: str, pos: int, x, optional: bool = False) -> None:
-    if not (P.is_tensor(x) or (optional and x is None)):
+    if not (is_tensor(x) or (optional and x is None)):
         what = "Tensor" + (" or None" if optional else "")
         raise TypeError(f"{op}(): argument '{name}' (position {pos}) must be {what}, not {type(x).__name__}")
 

@@ -12,6 +12,7 @@ from numbers import Integral
 
 from .. import dtypes as D
 from ..autograd.graph import inplace, needs_graph
+from ..tensor import is_tensor
 from . import index_grad as G
 from . import indexing as I
 from . import pointwise as P
@@ -28,7 +29,7 @@ __all__ = ["gather", "scatter", "scatter_add", "index_select", "index_add", "ind
 
 
 def _index_arg(name: str, index, long_only: bool) -> None:
-    if not P.is_tensor(index):
+    if not is_tensor(index):
         raise TypeError(f"{name}(): argument 'index' must be Tensor, not {type(index).__name__}")
     if index.dtype is not D.int64 and (long_only or index.dtype is not D.int32):
         raise RuntimeError(f"{name}(): Expected dtype {'int64' if long_only else 'int32/int64'} for index")
@@ -41,7 +42,7 @@ def _along(x, dim: int, index, src=None):
     strides[dim] = 0
     base = I._restride(x1, i1._shape, strides)
     value = src
-    if P.is_tensor(src):
+    if is_tensor(src):
         s1 = I._atleast1(src.clone() if src._storage is x._storage else src)
         value = I._restride(s1, i1._shape, s1._strides)
     return base, [(i1, x1._shape[dim], x1._strides[dim])], value
@@ -73,13 +74,13 @@ def gather(input, dim, index, *, sparse_grad=False):  # noqa: A002
 
 def _scatter_checks(name, x, d, index, src) -> None:
     _index_arg(name, index, long_only=True)
-    if P.is_tensor(src) and src.dtype is not x.dtype:
+    if is_tensor(src) and src.dtype is not x.dtype:
         raise RuntimeError(f"{name}(): Expected self.dtype to be equal to src.dtype")
     for what, t in (("self", x), ("src", src)):
-        if P.is_tensor(t) and max(index.dim(), 1) != max(t.dim(), 1):
+        if is_tensor(t) and max(index.dim(), 1) != max(t.dim(), 1):
             raise RuntimeError(f"Index tensor must have the same number of dimensions as {what} tensor")
     too_big = any(index._shape[k] > x._shape[k] for k in range(index.dim()) if k != d)
-    if P.is_tensor(src):
+    if is_tensor(src):
         too_big = too_big or any(index._shape[k] > src._shape[k] for k in range(index.dim()))
         if too_big:
             raise RuntimeError(f"Expected index {list(index._shape)} to be no larger than self {list(x._shape)} apart "
@@ -92,7 +93,7 @@ def _scatter_checks(name, x, d, index, src) -> None:
 def _scatter_raw(x, dim: int, index, src, mode: str) -> None:
     V.check_no_internal_overlap(x)
     base, idx, value = _along(x, dim, index, src)
-    if not P.is_tensor(value):
+    if not is_tensor(value):
         value = I._value_over(x, value, (), str)
     I._put_raw(base, value, idx, mode, I._bounds(RuntimeError, dim), wrap=False)
 
@@ -108,9 +109,9 @@ def _scatter(name, x, dim, index, src, reduce, in_place: bool):
     if index.numel() == 0:
         return x if in_place else x.clone()
     index = index.to(x.device)
-    if P.is_tensor(src):
+    if is_tensor(src):
         P.common_device([x, index, src])
-    fn = G.ScatterAdd if name == "scatter_add" else G.Scatter if P.is_tensor(src) else G.ScatterValue
+    fn = G.ScatterAdd if name == "scatter_add" else G.Scatter if is_tensor(src) else G.ScatterValue
     if needs_graph(x, src):
         if in_place:
             return inplace(x, lambda old: fn.apply(old, d, index, src, reduce))
@@ -149,8 +150,8 @@ def scatter_add_(input, dim, index, src):  # noqa: A002
 def take_along_dim(input, indices, dim=None):  # noqa: A002
     """``gather`` after broadcasting ``input`` and ``indices`` against each other outside ``dim``; negative
     indices count from the end. Without ``dim``, both are flattened."""
-    if not P.is_tensor(indices) or indices.dtype is not D.int64:
-        got = indices.dtype.scalar_name if P.is_tensor(indices) else type(indices).__name__
+    if not is_tensor(indices) or indices.dtype is not D.int64:
+        got = indices.dtype.scalar_name if is_tensor(indices) else type(indices).__name__
         raise RuntimeError(f"torch.take_along_dim(): dtype of indices should be Long but got {got}")
     if dim is None:
         input, indices, d = input.reshape(-1), indices.reshape(-1), 0
@@ -175,7 +176,7 @@ def take_along_dim(input, indices, dim=None):  # noqa: A002
 
 
 def _vector_index(name: str, index) -> None:
-    if not P.is_tensor(index):
+    if not is_tensor(index):
         raise TypeError(f"{name}(): argument 'index' must be Tensor, not {type(index).__name__}")
     if index.dim() > 1:
         raise IndexError(f"{name}(): Index is supposed to be a vector")
@@ -266,7 +267,7 @@ def _index_fill_raw(x, dim: int, index, value) -> None:
 
 def _index_fill(x, dim, index, value, in_place: bool):
     _vector_index("index_fill_", index)
-    if P.is_tensor(value) and value.dim():
+    if is_tensor(value) and value.dim():
         raise IndexError(f"index_fill_ only supports a 0-dimensional value tensor, but got tensor with {value.dim()} "
                          "dimension(s).")
     check_fill_value(value, x.dtype)

@@ -6,6 +6,7 @@ clgrad ops, so double backward works.
 from __future__ import annotations
 
 from ..autograd.function import Function
+from ..tensor import is_tensor
 from . import gather as Ga
 from . import indexing as I
 from . import pointwise as P
@@ -57,7 +58,7 @@ class IndexPut(Function):
     @staticmethod
     def forward(ctx, x, values, accumulate, checked, *indices):
         ctx.accumulate = accumulate
-        ctx.vshape = values._shape if P.is_tensor(values) else None
+        ctx.vshape = values._shape if is_tensor(values) else None
         I._save_indices(ctx, indices)
         out = x.clone()
         I._index_put_raw(out, list(indices), values, accumulate, checked)
@@ -95,7 +96,7 @@ class Scatter(Function):
 
     @staticmethod
     def forward(ctx, x, dim, index, src, reduce):
-        ctx.meta = (dim, reduce, src._shape if P.is_tensor(src) else None)
+        ctx.meta = (dim, reduce, src._shape if is_tensor(src) else None)
         ctx.save_for_backward(index)
         out = x.clone()
         Ga._scatter_raw(out, dim, index, src, Ga._REDUCE_MODES[reduce])

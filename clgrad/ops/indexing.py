@@ -18,7 +18,7 @@ from .. import backends
 from .. import dtypes as D
 from ..autograd.graph import inplace, needs_graph
 from ..backends.cpu import cast, view_of
-from ..tensor import Tensor
+from ..tensor import Tensor, is_tensor
 from . import index_grad as G
 from . import pointwise as P
 from . import views as V
@@ -80,12 +80,12 @@ def _put_raw(base, value, idx, mode: str, err, wrap: bool = True, checked: bool 
 def _value_over(dst, value, shape, mismatch):
     """``value`` as the put primitive takes it over the index space ``shape``: a numpy scalar of dst's dtype,
     or a tensor view broadcast over ``shape`` (a snapshot when it shares dst's memory)."""
-    if P.is_tensor(value) and value.device != dst.device:
+    if is_tensor(value) and value.device != dst.device:
         if value.dim() == 0 and value.device.type == "cpu":
             value = view_of(value)
         else:
             value = value.to(dst.device)
-    if not P.is_tensor(value):
+    if not is_tensor(value):
         return cast(np.array(value), dst.dtype)[()]
     if value.dtype is not dst.dtype:  # the kernels move raw elements of dst's size
         value = value.to(dst.dtype)
@@ -103,7 +103,7 @@ def _value_over(dst, value, shape, mismatch):
 
 def _as_index(x, item):
     """An index entry as a tensor on ``x``'s device: lists and arrays convert, int32 widens to int64."""
-    if not P.is_tensor(item):
+    if not is_tensor(item):
         item = tensor(item, device=x.device)
         if item.numel() == 0 and item.dtype.kind == "f":  # x[[]] selects nothing
             item = item.to(D.int64)
@@ -224,7 +224,7 @@ def _index_put_raw(x, indices, values, accumulate: bool, checked: bool) -> None:
 
 
 def _index_put(x, indices, values, accumulate, in_place: bool):
-    if P.is_tensor(values) and values.dtype is not x.dtype:
+    if is_tensor(values) and values.dtype is not x.dtype:
         raise RuntimeError(
             f"Index put requires the source and destination dtypes match, got {x.dtype.scalar_name} for the "
             f"destination and {values.dtype.scalar_name} for the source."
@@ -260,7 +260,7 @@ def _as_tuple(index) -> tuple:
     if isinstance(index, tuple):
         return index
     if isinstance(index, list) and len(index) < 32 and any(
-            it is None or it is Ellipsis or isinstance(it, (slice, list, tuple, np.ndarray)) or P.is_tensor(it)
+            it is None or it is Ellipsis or isinstance(it, (slice, list, tuple, np.ndarray)) or is_tensor(it)
             for it in index):
         warnings.warn(_SEQUENCE, UserWarning, stacklevel=user_stacklevel())
         return tuple(index)
@@ -277,7 +277,7 @@ def _classify(t, item):
         return "bool", bool(item), 0
     if isinstance(item, Integral):
         return "basic", int(item), 1
-    if not (P.is_tensor(item) or isinstance(item, (list, tuple, np.ndarray))):
+    if not (is_tensor(item) or isinstance(item, (list, tuple, np.ndarray))):
         raise IndexError(V._INVALID_INDEX.format(type(item).__name__))
     item = _as_index(t, item)
     if item.dim() == 0:  # a 0-dim integer tensor is an int; a 0-dim bool one acts like a Python bool
@@ -327,7 +327,7 @@ def getitem(t, key):
 
 
 def _setitem_value(t, value):
-    if P.is_tensor(value):
+    if is_tensor(value):
         if value.dim() == 0 and value.device.type == "cpu" and not value.requires_grad:
             return value.item()
         return value if value.device == t.device else value.to(t.device)
@@ -344,7 +344,7 @@ def setitem(t, key, value) -> None:
     value = _setitem_value(t, value)
     target = _sliced(t, basic)
     adv = [e for e in entries if e is not None]
-    if len(adv) == 1 and adv[0].dtype in (D.bool, D.uint8) and (not P.is_tensor(value) or value.dim() == 0):
+    if len(adv) == 1 and adv[0].dtype in (D.bool, D.uint8) and (not is_tensor(value) or value.dim() == 0):
         # one mask and a number (or 0-dim tensor): an elementwise masked_fill_, without nonzero's read-back
         mask, d = adv[0], entries.index(adv[0])
         _check_mask(target, mask, d)
@@ -353,7 +353,7 @@ def setitem(t, key, value) -> None:
         mask = mask.reshape((1,) * d + mask._shape + (1,) * (target.dim() - d - mask.dim()))
         masked_fill_(target, mask if mask.dtype is D.bool else mask.to(D.bool), value)
         return
-    if P.is_tensor(value):  # PyTorch drops the value's leading size-1 dims before broadcasting it
+    if is_tensor(value):  # PyTorch drops the value's leading size-1 dims before broadcasting it
         lead = 0
         while lead < value.dim() and value._shape[lead] == 1:
             lead += 1
@@ -365,13 +365,13 @@ def setitem(t, key, value) -> None:
 
 
 def _fill_checks(x, mask, value) -> None:
-    if not P.is_tensor(mask) or mask.dtype is not D.bool:
-        got = mask.dtype.cpp_name if P.is_tensor(mask) else type(mask).__name__
+    if not is_tensor(mask) or mask.dtype is not D.bool:
+        got = mask.dtype.cpp_name if is_tensor(mask) else type(mask).__name__
         raise RuntimeError(f"masked_fill_ only supports boolean masks, but got mask with dtype {got}")
-    if P.is_tensor(value) and value.dim():
+    if is_tensor(value) and value.dim():
         raise RuntimeError(f"masked_fill_ only supports a 0-dimensional value tensor, but got tensor with "
                            f"{value.dim()} dimension(s).")
-    if not P.is_tensor(value) and not isinstance(value, (Number, np.number, np.bool_)):
+    if not is_tensor(value) and not isinstance(value, (Number, np.number, np.bool_)):
         raise TypeError(f"masked_fill(): argument 'value' must be Number or Tensor, not {type(value).__name__}")
     check_fill_value(value, x.dtype)
 
@@ -384,7 +384,7 @@ def masked_fill(input, mask, value):  # noqa: A002
     """``value`` where ``mask`` (bool, broadcast) is true, else ``input``: ``x.masked_fill(x < 0, 0)``."""
     _fill_checks(input, mask, value)
     if needs_graph(input, value):
-        return (G.MaskedFillTensor if P.is_tensor(value) else G.MaskedFill).apply(input, mask, value)
+        return (G.MaskedFillTensor if is_tensor(value) else G.MaskedFill).apply(input, mask, value)
     return _masked_fill_raw(input, mask, value)
 
 
@@ -406,7 +406,7 @@ def _masked_select(x, mask):
 
 def masked_select(input, mask):  # noqa: A002
     """The elements of ``input`` where ``mask`` is true (both broadcast), as a 1-D tensor."""
-    if not P.is_tensor(mask) or mask.dtype is not D.bool:
+    if not is_tensor(mask) or mask.dtype is not D.bool:
         raise RuntimeError("masked_select: expected BoolTensor for mask")
     P.common_device([input, mask])
     if needs_graph(input):

@@ -11,11 +11,10 @@ from __future__ import annotations
 import itertools
 from numbers import Integral
 
-
 from .. import dtypes as D
 from ..autograd.function import Function
 from ..autograd.graph import needs_graph
-from ..tensor import Tensor
+from ..tensor import Tensor, is_tensor
 from . import pointwise as P
 from . import shape as S
 from . import views as V
@@ -50,10 +49,10 @@ def _fresh(view):
 
 
 def _tensor_list(tensors, fn: str) -> tuple:
-    if P.is_tensor(tensors) or not isinstance(tensors, (list, tuple)):
+    if is_tensor(tensors) or not isinstance(tensors, (list, tuple)):
         raise TypeError(f"{fn}(): argument 'tensors' (position 1) must be tuple of Tensors, not {type(tensors).__name__}")
     for i, t in enumerate(tensors):
-        if not P.is_tensor(t):
+        if not is_tensor(t):
             raise TypeError(f"expected Tensor as element {i} in argument 0, but got {type(t).__name__}")
     return tuple(tensors)
 
@@ -71,7 +70,7 @@ def _one_device(tensors):
 
 def _ints(x) -> tuple:
     """An int or a sequence of ints (a 0-dim/1-D integer tensor too) as a tuple of ints."""
-    if P.is_tensor(x):
+    if is_tensor(x):
         x = x.tolist()
     return (int(x),) if isinstance(x, Integral) else tuple(int(v) for v in x)
 
@@ -193,7 +192,7 @@ class Stack(Function):
 
 def _each(fn, tensors):
     """``atleast_*d`` take one tensor (returning one) or several / a list (returning a tuple)."""
-    if len(tensors) == 1 and P.is_tensor(tensors[0]):
+    if len(tensors) == 1 and is_tensor(tensors[0]):
         return fn(tensors[0])
     if len(tensors) == 1 and isinstance(tensors[0], (list, tuple)):
         tensors = tensors[0]
@@ -289,7 +288,7 @@ def split(tensor, split_size_or_sections, dim=0):
     d = V.wrap_dim(dim, tensor.dim())
     n = tensor._shape[d]
     arg = split_size_or_sections
-    if P.is_tensor(arg) and arg.dim() == 0:
+    if is_tensor(arg) and arg.dim() == 0:
         arg = int(arg.item())
     if isinstance(arg, Integral):
         if arg < 0:
@@ -353,7 +352,7 @@ def tensor_split(input, indices_or_sections, dim=0):
     d = V.wrap_dim(dim, input.dim())
     n = input._shape[d]
     arg = indices_or_sections
-    if isinstance(arg, Integral) or (P.is_tensor(arg) and arg.dim() == 0):
+    if isinstance(arg, Integral) or (is_tensor(arg) and arg.dim() == 0):
         sections = int(arg)
         if sections <= 0:
             raise RuntimeError(f"number of sections must be larger than 0, got {sections}")

@@ -12,7 +12,7 @@ from .. import backends
 from .. import dtypes as D
 from ..autograd.function import Function, variant
 from ..autograd.graph import needs_graph
-from ..tensor import Tensor
+from ..tensor import Tensor, is_tensor
 from . import pointwise as P
 from . import shape as S
 from .guard import tensor_first
@@ -26,7 +26,7 @@ FUNCTIONAL = ["linear", "bilinear"]
 
 def _check_tensors(op: str, **named) -> None:
     for pos, (name, x) in enumerate(named.items(), 1):
-        if not P.is_tensor(x):
+        if not is_tensor(x):
             raise TypeError(f"{op}(): argument '{name}' (position {pos}) must be Tensor, not {type(x).__name__}")
     P.common_device(list(named.values()))
 
@@ -326,11 +326,11 @@ def bilinear(input1, input2, weight, bias=None):
 
 
 def _matmul_method(self, other):
-    return matmul(self, other) if P.is_tensor(other) else NotImplemented
+    return matmul(self, other) if is_tensor(other) else NotImplemented
 
 
 def _rmatmul_method(self, other):
-    return matmul(other, self) if P.is_tensor(other) else NotImplemented
+    return matmul(other, self) if is_tensor(other) else NotImplemented
 
 
 def install(T) -> None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 from .. import random
 from ..autograd import variable
 from ..autograd.graph import needs_graph
+from ..tensor import is_tensor
 from . import (
     conv,
     copy,
@@ -22,7 +23,6 @@ from . import (
 )
 from . import functions as F
 from . import math as M
-from . import pointwise as P
 from . import shape as S
 from . import views as V
 
@@ -37,7 +37,7 @@ _OPERAND = (int, float, bool)
 
 
 def _is_operand(x) -> bool:
-    return P.is_tensor(x) or isinstance(x, _OPERAND)
+    return is_tensor(x) or isinstance(x, _OPERAND)
 
 
 def _forward(name):
