@@ -9,7 +9,6 @@ import numpy as np
 from .. import backends
 from .. import dtypes as D
 from ..autograd.function import Function
-from ..autograd.grad_mode import no_grad
 from ..autograd.graph import inplace, needs_graph
 from ..device import device, resolve
 from ..tensor import Tensor, contiguous_format, preserve_format
@@ -41,8 +40,7 @@ def to(self, *args, **kwargs) -> Tensor:
         return self
     if needs_graph(self):
         return ToCopy.apply(self, dev, dt)
-    with no_grad():
-        return self._empty_like(dt, dev, fmt).copy_(self)
+    return _copy(self._empty_like(dt, dev, fmt), self)
 
 
 def copy_(self, src, non_blocking: bool = False) -> Tensor:
@@ -54,18 +52,24 @@ def copy_(self, src, non_blocking: bool = False) -> Tensor:
         raise RuntimeError(f"output with shape {list(self._shape)} doesn't match the broadcast shape {list(shape)}")
     if needs_graph(self, src):
         return inplace(self, lambda old: Expand.apply(src.to(self.device, self.dtype), self._shape))
-    if self.numel() == 0:
-        return self
-    V.check_no_internal_overlap(self)
-    if src.device != self.device:
-        if _write_from_host(self, src):
-            return self
-        src = _staged(src, self.device)
+    return _copy(self, src)
+
+
+def _copy(dst: Tensor, src: Tensor) -> Tensor:
+    """The untracked copy of ``src`` (broadcastable, any device and dtype) into ``dst``; counts the write."""
+    if dst.numel() == 0:
+        return dst
+    V.check_no_internal_overlap(dst)
+    if src.device != dst.device:
+        if _write_from_host(dst, src):
+            return dst
+        src = _staged(src, dst.device)
     else:
-        V.check_no_partial_overlap(self, src)
-    P.cast_into(self, src)
-    self._storage.version += 1
-    return self
+        V.check_no_partial_overlap(dst, src)
+    P.cast_into(dst, src)
+    dst._storage.version += 1
+    return dst
+
 
 def _write_from_host(self: Tensor, src: Tensor) -> bool:
     """The cross-device fast path: one transfer straight into a contiguous destination of src's dtype."""
@@ -75,14 +79,21 @@ def _write_from_host(self: Tensor, src: Tensor) -> bool:
     self._storage.version += 1
     return True
 
+
 def contiguous(self, memory_format=None) -> Tensor:
     return self if self.is_contiguous() else self.clone(memory_format=contiguous_format)
+
 
 def clone(self, memory_format=None) -> Tensor:
     """A copy in new memory; a dense layout (a transpose) is kept, as ``torch.preserve_format`` does."""
     if needs_graph(self):
         return Clone.apply(self, memory_format)
-    return P.cast_into(self._empty_like(memory_format=memory_format), self)
+    return _clone(self, memory_format)
+
+
+def _clone(x: Tensor, memory_format) -> Tensor:
+    return P.cast_into(x._empty_like(memory_format=memory_format), x)
+
 
 def fill_(self, value) -> Tensor:
     if isinstance(value, Tensor):
@@ -94,6 +105,7 @@ def fill_(self, value) -> Tensor:
     if not isinstance(value, (Number, np.bool_)):
         raise TypeError(f"fill_() received an invalid combination of arguments - got ({type(value).__name__})")
     return P.fill(self, value)
+
 
 def zero_(self) -> Tensor:
     return P.fill(self, 0)
@@ -111,7 +123,7 @@ class Clone(Function):
 
     @staticmethod
     def forward(ctx, x, memory_format=None):
-        return x.clone(memory_format=memory_format)
+        return _clone(x, memory_format)
 
     @staticmethod
     def backward(ctx, grad):
@@ -126,7 +138,7 @@ class ToCopy(Function):
     @staticmethod
     def forward(ctx, x, device, dtype):
         ctx.src = (x.device, x.dtype)
-        return x.to(device, dtype, copy=True)
+        return _copy(x._empty_like(dtype, device), x)
 
     @staticmethod
     def backward(ctx, grad):

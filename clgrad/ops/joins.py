@@ -326,7 +326,11 @@ def unbind(input, dim=0):
     d = V.wrap_dim(dim, input.dim(), scalar_ok=False)
     if needs_graph(input):
         return Unbind.apply(input, d)
-    return tuple(S.select(input, d, i) for i in range(input._shape[d]))
+    return _unbind(input, d)
+
+
+def _unbind(x, d: int) -> tuple:
+    return tuple(S.select(x, d, i) for i in range(x._shape[d]))
 
 
 class Unbind(Function):
@@ -335,7 +339,7 @@ class Unbind(Function):
     @staticmethod
     def forward(ctx, x, d):
         ctx.d = d
-        return unbind(x, d)
+        return _unbind(x, d)
 
     @staticmethod
     def backward(ctx, *grads):

@@ -68,6 +68,10 @@ def mm(input, mat2):
     _check_tensors("mm", input=input, mat2=mat2)
     if needs_graph(input, mat2):
         return Matmul.apply(input, mat2, "mm")
+    return _mm(input, mat2)
+
+
+def _mm(input, mat2):
     if input.dim() != 2:
         raise RuntimeError("self must be a matrix")
     if mat2.dim() != 2:
@@ -88,6 +92,10 @@ def bmm(input, mat2):
     _check_tensors("bmm", input=input, mat2=mat2)
     if needs_graph(input, mat2):
         return Matmul.apply(input, mat2, "bmm")
+    return _bmm(input, mat2)
+
+
+def _bmm(input, mat2):
     if input.dim() != 3:
         raise RuntimeError("batch1 must be a 3D tensor")
     if mat2.dim() != 3:
@@ -110,6 +118,10 @@ def mv(input, vec):
     _check_tensors("mv", input=input, vec=vec)
     if needs_graph(input, vec):
         return Matmul.apply(input, vec, "mv")
+    return _mv(input, vec)
+
+
+def _mv(input, vec):
     if input.dim() != 2 or vec.dim() != 1:
         raise RuntimeError(f"vector + matrix @ vector expected, got 1, {input.dim()}, {vec.dim()}")
     if input.shape[1] != vec.shape[0]:
@@ -126,6 +138,10 @@ def dot(input, tensor):
     _check_tensors("dot", input=input, tensor=tensor)
     if needs_graph(input, tensor):
         return Matmul.apply(input, tensor, "dot")
+    return _dot(input, tensor)
+
+
+def _dot(input, tensor):
     if input.dim() != 1 or tensor.dim() != 1:
         raise RuntimeError(f"1D tensors expected, but got {input.dim()}D and {tensor.dim()}D tensors")
     if input.dtype is not tensor.dtype:
@@ -207,6 +223,10 @@ def matmul(input, other):
     _check_tensors("matmul", input=input, other=other)
     if needs_graph(input, other):
         return Matmul.apply(input, other, "matmul")
+    return _matmul(input, other)
+
+
+def _matmul(input, other):
     d1, d2 = input.dim(), other.dim()
     if d1 == 0 or d2 == 0:
         raise RuntimeError(f"both arguments to matmul need to be at least 1D, but they are {d1}D and {d2}D")
@@ -256,7 +276,8 @@ class Matmul(Function):
     def forward(ctx, a, b, op):
         ctx.save_for_backward(a if ctx.needs_input_grad[1] else None, b if ctx.needs_input_grad[0] else None)
         ctx.dims = (a.dim(), b.dim())
-        return globals()[op](a, b)  # grad mode is off here: the raw path
+        out = _mm_fast(a, b) if op in ("mm", "matmul") else None  # grad mode is off here: the fast path applies
+        return out if out is not None else _RAW[op](a, b)
 
     @staticmethod
     def backward(ctx, grad):
@@ -323,6 +344,10 @@ def bilinear(input1, input2, weight, bias=None):
     out = (t.squeeze(2) * x2).sum(-1)
     out = out if bias is None else out + bias
     return out.reshape(lead + (weight.shape[0],))
+
+
+# the untracked products Matmul's forward runs
+_RAW = {"mm": _mm, "bmm": _bmm, "mv": _mv, "dot": _dot, "matmul": _matmul}
 
 
 def _matmul_method(self, other):

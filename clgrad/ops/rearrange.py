@@ -52,7 +52,11 @@ def flip(input, dims):
             raise RuntimeError(f"dim {d} appears multiple times in the list of dims")
     if needs_graph(input):
         return Flip.apply(input, tuple(wrapped))
-    return _fresh(_flip_view(input, wrapped) if input.dim() and input.numel() else input)
+    return _flip(input, wrapped)
+
+
+def _flip(x, dims):
+    return _fresh(_flip_view(x, dims) if x.dim() and x.numel() else x)
 
 
 class Flip(Function):
@@ -61,7 +65,7 @@ class Flip(Function):
     @staticmethod
     def forward(ctx, x, dims):
         ctx.dims = dims
-        return flip(x, dims)
+        return _flip(x, dims)
 
     @staticmethod
     def backward(ctx, grad):
@@ -90,11 +94,16 @@ def roll(input, shifts, dims=None):
     dims = tuple(V.wrap_dim(d, input.dim(), scalar_ok=False) for d in dims)
     if needs_graph(input):
         return Roll.apply(input, shifts, dims)
-    out = _new(input._shape, input.dtype, input.device)
+    return _roll(input, shifts, dims)
+
+
+def _roll(x, shifts: tuple, dims: tuple):
+    """The untracked roll; ``dims`` wrapped, ``()`` for the flattened tensor."""
+    out = _new(x._shape, x.dtype, x.device)
     if not dims:  # roll the flattened tensor
-        _roll_into(out._view((out.numel(),), (1,)), S.reshape(input, -1), {0: shifts[0]})
+        _roll_into(out._view((out.numel(),), (1,)), S.reshape(x, -1), {0: shifts[0]})
     else:  # a dim listed twice rolls by the sum of its shifts
-        _roll_into(out, input, {d: sum(s for dd, s in zip(dims, shifts) if dd == d) for d in dims})
+        _roll_into(out, x, {d: sum(s for dd, s in zip(dims, shifts) if dd == d) for d in dims})
     return out
 
 
@@ -121,7 +130,7 @@ class Roll(Function):
     @staticmethod
     def forward(ctx, x, shifts, dims):
         ctx.shifts, ctx.dims = shifts, dims
-        return roll(x, shifts, dims or None)
+        return _roll(x, shifts, dims)
 
     @staticmethod
     def backward(ctx, grad):

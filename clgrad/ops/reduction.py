@@ -107,6 +107,10 @@ def sum(input, dim=None, keepdim=False, *, dtype=None):  # noqa: A001 - torch's 
     """
     if needs_graph(input):
         return Sum.apply(input, dim, keepdim, dtype)
+    return _sum(input, dim, keepdim, dtype)
+
+
+def _sum(input, dim, keepdim, dtype):
     dims = _dims("sum", input, dim)
     input = _cast(input, dtype)
     out_dt = input.dtype if dtype is not None or input.dtype.kind == "f" else D.int64
@@ -117,6 +121,10 @@ def mean(input, dim=None, keepdim=False, *, dtype=None):
     """Arithmetic mean over ``dim``; floating inputs only (float16 accumulates in float32)."""
     if needs_graph(input):
         return Mean.apply(input, dim, keepdim, dtype)
+    return _mean(input, dim, keepdim, dtype)
+
+
+def _mean(input, dim, keepdim, dtype):
     dims = _dims("mean", input, dim)
     dt = input.dtype if dtype is None else D.as_dtype(dtype)
     if dt.kind != "f":
@@ -140,6 +148,10 @@ def prod(input, dim=None, keepdim=False, *, dtype=None):
     """Product over ``dim`` (an int) or of all elements; bool and integer inputs give int64."""
     if needs_graph(input):
         return Prod.apply(input, dim, keepdim, dtype)
+    return _prod(input, dim, keepdim, dtype)
+
+
+def _prod(input, dim, keepdim, dtype):
     dims = _dims("prod", input, dim, tuple_ok=False)
     input = _cast(input, dtype)
     out_dt = input.dtype if dtype is not None or input.dtype.kind == "f" else D.int64
@@ -153,6 +165,10 @@ def _max_min(name: str, input, dim, keepdim, other):
         if dim is None:
             return MaxMinAll.apply(input, name, None, False)
         return RETURN_TYPES[name](*MaxMinDim.apply(input, name, dim, keepdim))
+    return _max_min_raw(name, input, dim, keepdim)
+
+
+def _max_min_raw(name: str, input, dim, keepdim):
     if dim is None:
         if keepdim:
             raise TypeError(f"{name}() received an invalid combination of arguments - got (keepdim=bool, ): "
@@ -178,6 +194,10 @@ def min(input, dim=None, keepdim=False, *, other=None):  # noqa: A001 - torch's 
 def _amax_amin(name: str, input, dim, keepdim):
     if needs_graph(input):
         return MaxMinAll.apply(input, name, dim, keepdim)
+    return _amax_amin_raw(name, input, dim, keepdim)
+
+
+def _amax_amin_raw(name: str, input, dim, keepdim):
     dims = _dims(name, input, dim)
     _check_nonempty(name, input, _as_tuple(dim), specified=bool(_as_tuple(dim)))
     return _run(name[1:], input, dims, keepdim, input.dtype)[0]
@@ -268,7 +288,7 @@ class Sum(Function):
     @staticmethod
     def forward(ctx, x, dim, keepdim, dtype):
         ctx.meta = (x.shape, x.dtype, _dims_of(x, dim), keepdim)
-        return sum(x, dim, keepdim, dtype=dtype)
+        return _sum(x, dim, keepdim, dtype)
 
     @staticmethod
     def backward(ctx, grad):
@@ -290,7 +310,7 @@ class Mean(Function):
         for d in dims:
             count *= x.shape[d]
         ctx.meta = (x.shape, x.dtype, dims, keepdim, count)
-        return mean(x, dim, keepdim, dtype=dtype)
+        return _mean(x, dim, keepdim, dtype)
 
     @staticmethod
     def backward(ctx, grad):
@@ -309,7 +329,7 @@ class Prod(Function):
     def forward(ctx, x, dim, keepdim, dtype):
         ctx.meta = (_dims_of(x, dim), keepdim)
         ctx.save_for_backward(x)
-        return prod(x, dim, keepdim, dtype=dtype)
+        return _prod(x, dim, keepdim, dtype)
 
     @staticmethod
     def backward(ctx, grad):
@@ -335,7 +355,7 @@ class MaxMinDim(Function):
 
     @staticmethod
     def forward(ctx, x, name, dim, keepdim):
-        values, indices = globals()[name](x, dim, keepdim)
+        values, indices = _max_min_raw(name, x, dim, keepdim)
         ctx.meta = (x.shape, wrap_dim(dim, x.dim()), keepdim)
         ctx.save_for_backward(indices)
         ctx.mark_non_differentiable(indices)
@@ -363,7 +383,7 @@ class MaxMinAll(Function):
 
     @staticmethod
     def forward(ctx, x, name, dim, keepdim):
-        out = max(x) if name == "max" else min(x) if name == "min" else globals()[name](x, dim, keepdim)
+        out = _max_min_raw(name, x, None, False) if name in ("max", "min") else _amax_amin_raw(name, x, dim, keepdim)
         dims = _dims_of(x, None if name in ("max", "min") else dim)
         ctx.meta = (dims, keepdim and name not in ("max", "min"))
         ctx.nan_aware = name in ("max", "min")
