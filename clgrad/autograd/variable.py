@@ -15,7 +15,7 @@ import weakref
 
 from . import engine
 from .graph import refresh_view
-from .nodes import _Handle as Handle
+from .nodes import _Handle
 
 
 def _get_grad_fn(self):
@@ -44,7 +44,7 @@ def register_hook(self, hook):
     else:
         hooks = fn.__dict__.setdefault("_tensor_hooks", {}).setdefault(self._output_nr, [])
     hooks.append(hook)
-    return Handle(hooks, hook)
+    return _Handle(hooks, hook)
 
 
 def register_post_accumulate_grad_hook(self, hook):
@@ -55,7 +55,7 @@ def register_post_accumulate_grad_hook(self, hook):
         raise RuntimeError("cannot register a hook on a tensor that doesn't require gradient")
     hooks = self.__dict__.setdefault("_post_acc_hooks", [])
     hooks.append(hook)
-    return Handle(hooks, hook)
+    return _Handle(hooks, hook)
 
 
 def retain_grad(self) -> None:

@@ -11,9 +11,9 @@ from __future__ import annotations
 from numbers import Integral
 
 from .. import dtypes as D
+from ..autograd.function import Function
 from ..autograd.graph import inplace, needs_graph
 from ..tensor import is_tensor
-from . import index_grad as G
 from . import indexing as I
 from . import pointwise as P
 from . import views as V
@@ -68,7 +68,7 @@ def gather(input, dim, index, *, sparse_grad=False):  # noqa: A002
             )
     index = index.to(P.common_device([input, index]), D.int64)
     if needs_graph(input):
-        return G.Gather.apply(input, d, index)
+        return Gather.apply(input, d, index)
     return _gather(input, d, index)
 
 
@@ -111,7 +111,7 @@ def _scatter(name, x, dim, index, src, reduce, in_place: bool):
     index = index.to(x.device)
     if is_tensor(src):
         P.common_device([x, index, src])
-    fn = G.ScatterAdd if name == "scatter_add" else G.Scatter if is_tensor(src) else G.ScatterValue
+    fn = ScatterAdd if name == "scatter_add" else Scatter if is_tensor(src) else ScatterValue
     if needs_graph(x, src):
         if in_place:
             return inplace(x, lambda old: fn.apply(old, d, index, src, reduce))
@@ -206,7 +206,7 @@ def index_select(input, dim, index):  # noqa: A002
         raise IndexError(f"index_select(): Index to scalar can have only 1 value, got {index.numel()} value(s)")
     index = index.to(P.common_device([input, index]), D.int64)
     if needs_graph(input):
-        return G.IndexSelect.apply(input, d, index)
+        return IndexSelect.apply(input, d, index)
     return _index_select(input, d, index)
 
 
@@ -243,8 +243,8 @@ def _index_add(x, dim, index, source, alpha, in_place: bool):
         source = source * alpha
     if needs_graph(x, source):
         if in_place:
-            return inplace(x, lambda old: G.IndexAdd.apply(old, d, index, source))
-        return G.IndexAdd.apply(x, d, index, source)
+            return inplace(x, lambda old: IndexAdd.apply(old, d, index, source))
+        return IndexAdd.apply(x, d, index, source)
     out = x if in_place else x.clone()
     _index_add_raw(out, d, index, source)
     return out
@@ -275,8 +275,8 @@ def _index_fill(x, dim, index, value, in_place: bool):
     index = index.to(x.device, D.int64)
     if needs_graph(x, value):
         if in_place:
-            return inplace(x, lambda old: G.IndexFill.apply(old, d, index, value))
-        return G.IndexFill.apply(x, d, index, value)
+            return inplace(x, lambda old: IndexFill.apply(old, d, index, value))
+        return IndexFill.apply(x, d, index, value)
     out = x if in_place else x.clone()
     _index_fill_raw(out, d, index, value)
     return out
@@ -312,6 +312,120 @@ def where(condition, input=None, other=None):  # noqa: A002
     if input is None and other is None:
         return nonzero(condition, as_tuple=True)
     return choose(condition, input, other)
+
+
+# ---- autograd: one Function per op, with PyTorch's node names; backward in clgrad ops (double backward works)
+
+
+def _pad_to(g, shape):
+    """``g`` in the top corner of zeros of ``shape`` (scatter's src may be larger than its index)."""
+    if tuple(g._shape) == tuple(shape):
+        return g
+    z = I._zeros(shape, g)
+    z[tuple(slice(0, n) for n in g._shape)] = g
+    return z
+
+
+class Gather(Function):
+    node_name = "GatherBackward0"
+
+    @staticmethod
+    def forward(ctx, x, dim, index):
+        ctx.meta = (x._shape, dim)
+        ctx.save_for_backward(index)
+        return _gather(x, dim, index)
+
+    @staticmethod
+    def backward(ctx, grad):
+        (index,) = ctx.saved_tensors
+        shape, dim = ctx.meta
+        return scatter_add(I._zeros(shape, grad), dim, index, grad), None, None
+
+
+class Scatter(Function):
+    node_name = "ScatterBackward0"
+
+    @staticmethod
+    def forward(ctx, x, dim, index, src, reduce):
+        ctx.meta = (dim, reduce, src._shape if is_tensor(src) else None)
+        ctx.save_for_backward(index)
+        out = x.clone()
+        _scatter_raw(out, dim, index, src, _REDUCE_MODES[reduce])
+        return out
+
+    @staticmethod
+    def backward(ctx, grad):
+        (index,) = ctx.saved_tensors
+        dim, reduce, src_shape = ctx.meta
+        if reduce == "multiply":
+            raise NotImplementedError("the derivative of scatter with reduce='multiply' is not implemented")
+        gx = gsrc = None
+        if ctx.needs_input_grad[0]:
+            gx = grad if reduce == "add" else scatter(grad, dim, index, 0)
+        if src_shape is not None and ctx.needs_input_grad[3]:
+            gsrc = _pad_to(gather(grad, dim, index), src_shape)
+        return gx, None, None, gsrc, None
+
+
+class ScatterValue(Scatter):
+    node_name = "ScatterBackward1"
+
+
+class ScatterAdd(Scatter):
+    node_name = "ScatterAddBackward0"
+
+
+class IndexSelect(Function):
+    node_name = "IndexSelectBackward0"
+
+    @staticmethod
+    def forward(ctx, x, dim, index):
+        ctx.meta = (x._shape, dim)
+        ctx.save_for_backward(index)
+        return _index_select(x, dim, index)
+
+    @staticmethod
+    def backward(ctx, grad):
+        (index,) = ctx.saved_tensors
+        shape, dim = ctx.meta
+        return index_add(I._zeros(shape, grad), dim, index, grad.reshape(grad._shape or (1,))), None, None
+
+
+class IndexAdd(Function):
+    node_name = "IndexAddBackward0"
+
+    @staticmethod
+    def forward(ctx, x, dim, index, source):
+        ctx.meta = (dim, source._shape)
+        ctx.save_for_backward(index)
+        out = x.clone()
+        _index_add_raw(out, dim, index, source)
+        return out
+
+    @staticmethod
+    def backward(ctx, grad):
+        (index,) = ctx.saved_tensors
+        dim, src_shape = ctx.meta
+        gsrc = index_select(grad, dim, index).reshape(src_shape) if ctx.needs_input_grad[3] else None
+        return grad, None, None, gsrc
+
+
+class IndexFill(Function):
+    node_name = "IndexFillBackward0"
+
+    @staticmethod
+    def forward(ctx, x, dim, index, value):
+        ctx.dim = dim
+        ctx.save_for_backward(index)
+        out = x.clone()
+        _index_fill_raw(out, dim, index, value)
+        return out
+
+    @staticmethod
+    def backward(ctx, grad):
+        (index,) = ctx.saved_tensors
+        gv = index_select(grad, ctx.dim, index).sum() if ctx.needs_input_grad[3] else None
+        return index_fill(grad, ctx.dim, index, 0), None, None, gv
 
 
 def install(T) -> None:

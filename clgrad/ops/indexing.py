@@ -16,10 +16,10 @@ import numpy as np
 
 from .. import backends
 from .. import dtypes as D
+from ..autograd.function import Function
 from ..autograd.graph import inplace, needs_graph
 from ..backends.cpu import cast, view_of
 from ..tensor import Tensor, is_tensor
-from . import index_grad as G
 from . import pointwise as P
 from . import views as V
 from .creation import check_fill_value, tensor, zeros
@@ -211,7 +211,7 @@ def index(x, indices):
     """``x[indices]`` for a list of index tensors (bool masks allowed) and None, one per leading dim of x."""
     indices, checked = _expand_indices(x, list(indices))
     if needs_graph(x):
-        return G.Index.apply(x, checked, *indices)
+        return Index.apply(x, checked, *indices)
     return _index(x, indices, checked)
 
 
@@ -233,8 +233,8 @@ def _index_put(x, indices, values, accumulate, in_place: bool):
     accumulate = bool(accumulate)
     if needs_graph(x, values):
         if in_place:
-            return inplace(x, lambda old: G.IndexPut.apply(old, values, accumulate, checked, *indices))
-        return G.IndexPut.apply(x, values, accumulate, checked, *indices)
+            return inplace(x, lambda old: IndexPut.apply(old, values, accumulate, checked, *indices))
+        return IndexPut.apply(x, values, accumulate, checked, *indices)
     out = x if in_place else x.clone()
     _index_put_raw(out, indices, values, accumulate, checked)
     return out
@@ -384,7 +384,7 @@ def masked_fill(input, mask, value):  # noqa: A002
     """``value`` where ``mask`` (bool, broadcast) is true, else ``input``: ``x.masked_fill(x < 0, 0)``."""
     _fill_checks(input, mask, value)
     if needs_graph(input, value):
-        return (G.MaskedFillTensor if is_tensor(value) else G.MaskedFill).apply(input, mask, value)
+        return (MaskedFillTensor if is_tensor(value) else MaskedFill).apply(input, mask, value)
     return _masked_fill_raw(input, mask, value)
 
 
@@ -410,8 +410,100 @@ def masked_select(input, mask):  # noqa: A002
         raise RuntimeError("masked_select: expected BoolTensor for mask")
     P.common_device([input, mask])
     if needs_graph(input):
-        return G.MaskedSelect.apply(input, mask)
+        return MaskedSelect.apply(input, mask)
     return _masked_select(input, mask)[0]
+
+
+# ---- autograd: one Function per op, with PyTorch's node names; backward in clgrad ops (double backward works)
+
+
+def _reduce_to(g, shape):
+    """Sum a gradient over the dims broadcasting added (after dropping the value's leading 1s, as setitem)."""
+    shape = tuple(shape)
+    strip = shape
+    while len(strip) > g.dim() and strip[0] == 1:
+        strip = strip[1:]
+    lead = g.dim() - len(strip)
+    dims = tuple(range(lead)) + tuple(lead + i for i, n in enumerate(strip) if n == 1 and g._shape[lead + i] != 1)
+    if dims:
+        g = g.sum(dim=dims, keepdim=True)
+    return g.reshape(shape) if tuple(g._shape) != shape else g
+
+
+class Index(Function):
+    node_name = "IndexBackward0"
+
+    @staticmethod
+    def forward(ctx, x, checked, *indices):
+        ctx.meta = (x._shape, x.dtype, x.device)
+        _save_indices(ctx, indices)
+        return _index(x, list(indices), checked)
+
+    @staticmethod
+    def backward(ctx, grad):
+        shape, dt, dev = ctx.meta
+        indices = _saved_indices(ctx)
+        g = index_put(zeros(shape, dtype=dt, device=dev), indices, grad, accumulate=True)
+        return (g, None) + (None,) * len(indices)
+
+
+class IndexPut(Function):
+    node_name = "IndexPutBackward0"
+
+    @staticmethod
+    def forward(ctx, x, values, accumulate, checked, *indices):
+        ctx.accumulate = accumulate
+        ctx.vshape = values._shape if is_tensor(values) else None
+        _save_indices(ctx, indices)
+        out = x.clone()
+        _index_put_raw(out, list(indices), values, accumulate, checked)
+        return out
+
+    @staticmethod
+    def backward(ctx, grad):
+        indices = _saved_indices(ctx)
+        gx = gv = None
+        if ctx.needs_input_grad[0]:
+            gx = grad if ctx.accumulate else index_put(grad, indices, _zeros((), grad))
+        if ctx.needs_input_grad[1]:
+            gv = _reduce_to(index(grad, indices), ctx.vshape)
+        return (gx, gv, None, None) + (None,) * len(indices)
+
+
+class MaskedFill(Function):
+    node_name = "MaskedFillBackward0"
+
+    @staticmethod
+    def forward(ctx, x, mask, value):
+        ctx.save_for_backward(mask)
+        return _masked_fill_raw(x, mask, value)
+
+    @staticmethod
+    def backward(ctx, grad):
+        (mask,) = ctx.saved_tensors
+        gv = P.apply("where", mask, grad, 0.0).sum() if ctx.needs_input_grad[2] else None
+        return masked_fill(grad, mask, 0), None, gv
+
+
+class MaskedFillTensor(MaskedFill):
+    node_name = "MaskedFillBackward1"
+
+
+class MaskedSelect(Function):
+    node_name = "MaskedSelectBackward0"
+
+    @staticmethod
+    def forward(ctx, x, mask):
+        out, indices, shape = _masked_select(x, mask)
+        ctx.meta = shape
+        _save_indices(ctx, indices)
+        return out
+
+    @staticmethod
+    def backward(ctx, grad):
+        shape = ctx.meta
+        g = index_put(_zeros(shape or (1,), grad), _saved_indices(ctx), grad)
+        return (g if shape else g.reshape(())), None
 
 
 def install(T) -> None:
