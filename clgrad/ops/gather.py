@@ -3,8 +3,9 @@
 
 Each op reduces to one of the two backend primitives (see ``backends/cpu_index.py``), ``index_gather`` and
 ``index_put``, through the helpers of ``indexing.py``. Boolean masks become index tensors through ``nonzero``,
-the one op whose result size depends on the data (so it reads a count back from the device). Backward
-rules are in ``index_grad.py``.
+the one op whose result size depends on the data (so it reads a count back from the device). Each
+differentiable op is a ``Function`` (at the end of the module) with PyTorch's node name, its backward written in
+clgrad ops.
 """
 from __future__ import annotations
 

@@ -1,11 +1,12 @@
-"""Advanced indexing: ``__getitem__``/``__setitem__`` with tensors, lists and masks, ``index_put``, and the two
-index primitives with their bounds errors, which the ops along one dim (``gather.py``) share; and the mask ops
-``masked_fill``/``masked_select``. Backward rules are in ``index_grad.py``.
+"""Advanced indexing: ``__getitem__``/``__setitem__`` with tensors, lists and masks, ``index_put``, and the mask
+ops ``masked_fill``/``masked_select``; plus the two index primitives with their bounds errors, which the ops
+along one dim (``gather.py``) share.
 
 Each op reduces to one of two backend primitives (see ``backends/cpu_index.py``): ``index_gather`` and
 ``index_put``, which see the data tensor restrided over an *index space* plus int64 index tensors restrided
 over the same space. Boolean masks become index tensors through ``nonzero``, the one op here whose result
-size depends on the data (so it reads a count back from the device).
+size depends on the data (so it reads a count back from the device). Each differentiable op is a ``Function``
+(at the end of the module) with PyTorch's node name, its backward written in clgrad ops.
 """
 from __future__ import annotations
 
