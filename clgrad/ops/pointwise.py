@@ -8,8 +8,8 @@ import numpy as np
 from .. import backends
 from .. import dtypes as D
 from ..autograd.grad_mode import is_grad_enabled
-from ..backends.opencl import programs
 from ..registry.elementwise import OPS
+from ..backends.opencl import programs
 from .views import broadcast_shapes
 
 _MASK_HINT = "If you are trying to invert a mask, use the `~` or `logical_not()` operator instead."
