@@ -9,7 +9,7 @@ from .dtypes import (  # noqa: F401
 )
 from .dtypes import result_type as _result_type
 from .device import device, get_default_device, set_default_device  # noqa: F401
-from .tensor import Tensor, Size, _bind_methods, is_tensor  # noqa: F401
+from .tensor import Tensor, Size, is_tensor  # noqa: F401
 from .backends.opencl.allocator import OutOfMemoryError  # noqa: F401
 from .ops.creation import (  # noqa: F401
     tensor, as_tensor, from_numpy, empty, zeros, ones, full, arange, linspace, eye,
@@ -24,18 +24,24 @@ from .ops.reduction import *  # noqa: F401,F403
 from .ops.linalg import *  # noqa: F401,F403
 from .random import *  # noqa: F401,F403
 from .ops.indexing import *  # noqa: F401,F403
+from .ops.gather import *  # noqa: F401,F403
 from .ops.joins import *  # noqa: F401,F403
+from .ops.rearrange import *  # noqa: F401,F403
 from .ops.scans import *  # noqa: F401,F403
+from .ops.stats import *  # noqa: F401,F403
 from .ops.conv import *  # noqa: F401,F403
+from .ops.pooling import *  # noqa: F401,F403
 from .ops.nnops import *  # noqa: F401,F403
+from .ops.norms import *  # noqa: F401,F403
 from . import autograd, datasets, distributed, nn, optim, profiler, utils  # noqa: F401
 from .serialization import CheckpointError, load, save  # noqa: F401
 from .compiler import compile  # noqa: F401,A004
 from .autograd import no_grad, enable_grad, set_grad_enabled, inference_mode, is_grad_enabled  # noqa: F401
 from .autograd.grad_mode import is_inference_mode_enabled  # noqa: F401
 from .tensor import contiguous_format, preserve_format  # noqa: F401
+from .ops.methods import install as _install_methods
 
-_bind_methods()
+_install_methods(Tensor)
 
 
 def _as_function(name: str):

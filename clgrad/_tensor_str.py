@@ -11,6 +11,7 @@ import math
 
 import numpy as np
 
+from . import backends
 from . import dtypes as D
 
 
@@ -169,8 +170,6 @@ def _add_suffixes(text: str, suffixes: list[str], indent: int) -> str:
 
 def tensor_repr(t) -> str:
     """``repr(t)`` as PyTorch prints it, with ``clgrad.`` where torch prints ``torch.``."""
-    from . import backends
-
     name = type(t).__name__
     prefix = "tensor(" if name in ("Tensor", "Parameter") else f"{name}("
     indent = len(prefix)

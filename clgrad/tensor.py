@@ -1,18 +1,21 @@
-"""The Tensor: storage + dtype + shape + strides + offset. Operators delegate to ``clgrad.ops``."""
+"""The Tensor: storage + dtype + shape + strides + offset, and its autograd state.
+
+This module sits below autograd and the ops: it holds the data and the metadata, moves data to the host, and
+keeps the plain autograd attributes (``requires_grad``, ``grad``, ``detach``). Everything that runs an op
+or walks the graph is attached as a method by ``ops/methods.py`` (``install``) and ``autograd/variable.py``.
+"""
 from __future__ import annotations
 
 import math
-from numbers import Number
 
 import numpy as np
 
 from . import backends
 from . import dtypes as D
-from .autograd.grad_mode import no_grad
-from .autograd.graph import needs_graph
-from .autograd.variable import AutogradMixin
-from .device import device, resolve
-from .ops import views as V
+from . import strides as St
+from ._tensor_str import tensor_repr
+from .backends.cpu import view_of
+from .device import device
 from .storage import Storage
 
 
@@ -30,26 +33,13 @@ contiguous_format = memory_format("contiguous_format")
 preserve_format = memory_format("preserve_format")
 
 
-class Tensor(AutogradMixin):
+class Tensor:
     """An n-dimensional array on a device. Build one with ``clgrad.tensor``, ``zeros``, ``randn``…"""
 
     __slots__ = ("_storage", "dtype", "_shape", "_strides", "_offset", "__dict__", "__weakref__")
 
     def __new__(cls, *args, **kwargs):
         return object.__new__(cls)
-
-    def __init__(self, *args, dtype=None, device=None):
-        # the legacy constructor: Tensor(2, 3) is an uninitialised float tensor, Tensor([1, 2]) copies data
-        if args and isinstance(args[0], Storage):
-            return
-        from .ops import creation
-
-        dt = D.as_dtype(dtype) if dtype is not None else D.get_default_dtype()
-        if len(args) == 1 and not isinstance(args[0], (int, np.integer)):
-            src = creation.tensor(args[0], dtype=dt, device=device)
-        else:
-            src = creation.empty(*(args or (0,)), dtype=dt, device=device)
-        self._assign(src._storage, src.dtype, src._shape, src._strides, src._offset)
 
     def _assign(self, storage, dt, shape, strides, offset):
         self._storage, self.dtype = storage, dt
@@ -66,12 +56,12 @@ class Tensor(AutogradMixin):
         """A new tensor; ``strides`` (a dense, non-overlapping layout) default to contiguous."""
         shape = tuple(shape)
         storage = backends.get(dev).empty(dev, dt, math.prod(shape))
-        return cls._make(storage, dt, shape, V.contiguous_strides(shape) if strides is None else strides)
+        return cls._make(storage, dt, shape, St.contiguous_strides(shape) if strides is None else strides)
 
     def _empty_like(self, dt: D.dtype | None = None, dev: device | None = None, memory_format=None) -> Tensor:
         """A new tensor shaped like this one, laid out like it when it is dense (``preserve_format``)."""
         keep = memory_format is None or memory_format is preserve_format
-        strides = V.dense_strides_like(self._shape, self._strides) if keep else None
+        strides = St.dense_strides_like(self._shape, self._strides) if keep else None
         return Tensor._empty(self._shape, dt or self.dtype, dev or self.device, strides)
 
     def _view(self, shape, strides, offset=None) -> Tensor:
@@ -84,6 +74,102 @@ class Tensor(AutogradMixin):
         return (self._storage is other._storage and self._offset == other._offset
                 and self._shape == other._shape and self._strides == other._strides)
 
+    # ---- autograd state (the graph itself is autograd's: grad_fn, backward and hooks are attached by
+    # autograd/variable.py); the defaults live on the class so untracked tensors carry no extra state
+    _grad = None
+    _grad_fn = None
+    _requires_grad = False
+    _output_nr = 0
+    _base = None  # the tensor owning the memory this view looks at
+
+    @property
+    def grad(self):
+        return self._grad
+
+    @grad.setter
+    def grad(self, value) -> None:
+        """PyTorch's checks on an assigned gradient: a tensor (or None) of this tensor's device, dtype and size."""
+        if value is not None:
+            if not isinstance(value, Tensor):
+                raise TypeError(f"assigned grad expected to be a Tensor or None but got grad of type {type(value).__name__}")
+            if value.device != self.device:
+                raise RuntimeError("assigned grad has data located on a different device")
+            if value.dtype is not self.dtype:
+                raise RuntimeError("assigned grad has data of a different type")
+            if value._shape != self._shape:
+                raise RuntimeError("assigned grad has data of a different size")
+        self.__dict__["_grad"] = value
+
+    @grad.deleter
+    def grad(self) -> None:
+        self.__dict__.pop("_grad", None)
+
+    @property
+    def requires_grad(self) -> bool:
+        return self._requires_grad or self.grad_fn is not None
+
+    @requires_grad.setter
+    def requires_grad(self, flag: bool) -> None:
+        self.requires_grad_(flag)
+
+    def requires_grad_(self, requires_grad: bool = True) -> Tensor:
+        """Start (or stop) recording operations on this leaf tensor."""
+        if self.grad_fn is not None:
+            if not requires_grad:
+                raise RuntimeError(
+                    "you can only change requires_grad flags of leaf variables. If you want to use a computed variable "
+                    "in a subgraph that doesn't require differentiation use var_no_grad = var.detach()."
+                )
+            return self
+        if requires_grad and not self.dtype.is_floating_point:
+            raise RuntimeError("only Tensors of floating point dtype can require gradients")
+        self._requires_grad = bool(requires_grad)
+        return self
+
+    @property
+    def is_leaf(self) -> bool:
+        return self.grad_fn is None
+
+    @property
+    def _version(self) -> int:
+        """How many in-place writes the memory has seen (shared by every view of it)."""
+        return self._storage.version
+
+    @property
+    def data(self) -> Tensor:
+        """The same memory, outside the graph, and unlike ``detach()`` with its own version counter: writes
+        through ``.data`` are invisible to autograd's in-place checks, as in PyTorch."""
+        s = self._storage
+        # a second Storage object over the same memory; its "free" callback only keeps the owner alive
+        alias = Storage(s.device, s.dtype, s.size, s.data, free=_KeepAlive(s))
+        return type(self)._make(alias, self.dtype, self._shape, self._strides, self._offset)
+
+    @data.setter
+    def data(self, other) -> None:
+        self._assign(other._storage, other.dtype, other._shape, other._strides, other._offset)
+
+    def detach(self) -> Tensor:
+        """A tensor sharing memory with this one, cut out of the graph."""
+        return type(self)._make(self._storage, self.dtype, self._shape, self._strides, self._offset)
+
+    def detach_(self) -> Tensor:
+        """Cut this tensor out of the graph in place; it becomes a leaf that doesn't require grad."""
+        if "_view_version" in self.__dict__:
+            raise RuntimeError(
+                "Can't detach views in-place. Use detach() instead. If you are using DistributedDataParallel (DDP) "
+                "for training, and gradient_as_bucket_view is set as True, gradients are views of DDP buckets, and "
+                "hence detach_() cannot be called on these gradients. To fix this error, please refer to the "
+                "Optimizer.zero_grad() function in torch/optim/optimizer.py as the solution."
+            )
+        self.grad_fn = None
+        self._requires_grad = False
+        return self
+
+    @property
+    def retains_grad(self) -> bool:
+        return bool(self.__dict__.get("_retains_grad")) and self.grad_fn is not None
+
+
     # ---- metadata -------------------------------------------------------------------------
     @property
     def device(self) -> device:
@@ -94,10 +180,10 @@ class Tensor(AutogradMixin):
         return Size(self._shape)
 
     def size(self, dim=None):
-        return Size(self._shape) if dim is None else self._shape[V.wrap_dim(dim, self.dim(), scalar_ok=False)]
+        return Size(self._shape) if dim is None else self._shape[St.wrap_dim(dim, self.dim(), scalar_ok=False)]
 
     def stride(self, dim=None):
-        return self._strides if dim is None else self._strides[V.wrap_dim(dim, self.dim(), scalar_ok=False)]
+        return self._strides if dim is None else self._strides[St.wrap_dim(dim, self.dim(), scalar_ok=False)]
 
     def storage_offset(self) -> int:
         return self._offset
@@ -176,8 +262,6 @@ class Tensor(AutogradMixin):
                 f"can't convert {self.device} device type tensor to numpy. Use Tensor.cpu() to copy the tensor to "
                 "host memory first."
             )
-        from .backends.cpu import view_of
-
         return view_of(self)
 
     def __array__(self, dtype=None, copy=None):
@@ -220,34 +304,6 @@ class Tensor(AutogradMixin):
             raise TypeError("only integer tensors of a single element can be converted to an index")
         return int(self.item())
 
-    def to(self, *args, **kwargs) -> Tensor:
-        """``to(device)``, ``to(dtype)``, ``to(device, dtype)``, ``to(other)``: a converted copy, or
-        ``self`` when nothing changes (unless ``copy=True``). The copy keeps a dense input's layout."""
-        copy = kwargs.pop("copy", False)
-        fmt = kwargs.pop("memory_format", None)
-        kwargs.pop("non_blocking", None)
-        dev, dt = self.device, self.dtype
-        for key, a in [(None, a) for a in args] + list(kwargs.items()):
-            if key not in (None, "device", "dtype", "other", "tensor"):
-                raise TypeError(f"to() got an unexpected keyword argument '{key}'")
-            if isinstance(a, Tensor):
-                dev, dt = a.device, a.dtype
-            elif isinstance(a, D.dtype) or a in (float, int, bool):
-                dt = D.as_dtype(a)
-            elif isinstance(a, (str, device, int)):
-                dev = resolve(a)
-            elif a is not None:
-                got = ", ".join(type(x).__name__ for x in args)
-                raise TypeError(f"to() received an invalid combination of arguments - got ({got})")
-        if dev == self.device and dt is self.dtype and not copy and fmt in (None, preserve_format):
-            return self
-        if needs_graph(self):
-            from .ops.functions import ToCopy
-
-            return ToCopy.apply(self, dev, dt)
-        with no_grad():
-            return self._empty_like(dt, dev, fmt).copy_(self)
-
     def cpu(self) -> Tensor:
         return self.to("cpu")
 
@@ -260,7 +316,7 @@ class Tensor(AutogradMixin):
         ``x.type(clgrad.float64)`` or ``x.type('clgrad.DoubleTensor')`` converts."""
         if dtype is None:
             where = "" if self.device.type == "cpu" else "opencl."
-            return f"clgrad.{where}{_TYPE_NAMES[self.dtype.name]}"
+            return f"clgrad.{where}{self.dtype.tensor_type_name}"
         if isinstance(dtype, D.dtype):
             return self.to(dtype)
         if isinstance(dtype, str):
@@ -295,105 +351,7 @@ class Tensor(AutogradMixin):
     def bool(self) -> Tensor:
         return self.to(D.bool)
 
-    def copy_(self, src, non_blocking: bool = False) -> Tensor:
-        """Copy ``src`` (any device, any dtype, broadcastable to this shape) into this tensor in place."""
-        if not isinstance(src, Tensor):
-            raise TypeError(f"copy_(): argument 'other' (position 1) must be Tensor, not {type(src).__name__}")
-        shape = V.broadcast_shapes(self._shape, src._shape)
-        if shape != self._shape:
-            raise RuntimeError(f"output with shape {list(self._shape)} doesn't match the broadcast shape {list(shape)}")
-        if needs_graph(self, src):
-            from .autograd.graph import inplace
-            from .ops.functions import Expand
-
-            return inplace(self, lambda old: Expand.apply(src.to(self.device, self.dtype), self._shape))
-        if self.numel() == 0:
-            return self
-        V.check_no_internal_overlap(self)
-        if src.device != self.device:
-            if self._write_from_host(src):
-                return self
-            src = _staged(src, self.device)
-        else:
-            V.check_no_partial_overlap(self, src)
-        from .ops import pointwise as P  # transitional: the ops helper's branch removes this
-
-        P.cast_into(self, src)
-        self._storage.version += 1
-        return self
-
-    def _write_from_host(self, src: Tensor) -> bool:
-        """The cross-device fast path: one transfer straight into a contiguous destination of src's dtype."""
-        if not (self.is_contiguous() and src._shape == self._shape and src.dtype is self.dtype):
-            return False
-        backends.get(self.device).write(self._storage, src._host(), offset=self._offset)
-        self._storage.version += 1
-        return True
-
-    def contiguous(self, memory_format=None) -> Tensor:
-        return self if self.is_contiguous() else self.clone(memory_format=contiguous_format)
-
-    def clone(self, memory_format=None) -> Tensor:
-        """A copy in new memory; a dense layout (a transpose) is kept, as ``torch.preserve_format`` does."""
-        if needs_graph(self):
-            from .ops.functions import Clone
-
-            return Clone.apply(self, memory_format)
-        from .ops import pointwise as P
-
-        return P.cast_into(self._empty_like(memory_format=memory_format), self)
-
-    def fill_(self, value) -> Tensor:
-        if isinstance(value, Tensor):
-            if value.dim() > 0:
-                raise RuntimeError(
-                    f"fill_ only supports 0-dimension value tensor but got tensor with {value.dim()} dimensions."
-                )
-            value = value.item()
-        if not isinstance(value, (Number, np.bool_)):
-            raise TypeError(f"fill_() received an invalid combination of arguments - got ({type(value).__name__})")
-        from .ops import pointwise as P
-
-        return P.fill(self, value)
-
-    def zero_(self) -> Tensor:
-        from .ops import pointwise as P
-
-        return P.fill(self, 0)
-
-    # ---- new_* : same dtype and device unless told otherwise --------------------------------
-    def new_empty(self, *size, dtype=None, device=None, requires_grad=False) -> Tensor:
-        from .ops import creation
-
-        return creation.empty(*size, **self._new_kw(dtype, device, requires_grad))
-
-    def new_zeros(self, *size, dtype=None, device=None, requires_grad=False) -> Tensor:
-        from .ops import creation
-
-        return creation.zeros(*size, **self._new_kw(dtype, device, requires_grad))
-
-    def new_ones(self, *size, dtype=None, device=None, requires_grad=False) -> Tensor:
-        from .ops import creation
-
-        return creation.ones(*size, **self._new_kw(dtype, device, requires_grad))
-
-    def new_full(self, size, fill_value, dtype=None, device=None, requires_grad=False) -> Tensor:
-        from .ops import creation
-
-        return creation.full(size, fill_value, **self._new_kw(dtype, device, requires_grad))
-
-    def new_tensor(self, data, dtype=None, device=None, requires_grad=False) -> Tensor:
-        from .ops import creation
-
-        return creation.tensor(data, **self._new_kw(dtype, device, requires_grad))
-
-    def _new_kw(self, dtype, device, requires_grad) -> dict:
-        return {"dtype": self.dtype if dtype is None else dtype, "device": self.device if device is None else device,
-                "requires_grad": requires_grad}
-
     def __repr__(self) -> str:
-        from ._tensor_str import tensor_repr
-
         return tensor_repr(self)
 
     __str__ = __repr__
@@ -406,22 +364,21 @@ class Tensor(AutogradMixin):
             raise TypeError("iteration over a 0-d tensor")
         return (self[i] for i in range(self._shape[0]))
 
-    def __reduce_ex__(self, protocol):
-        from .ops.creation import _rebuild
-
-        return (_rebuild, (backends.get(self.device).read(self), str(self.device)))
-
-
 def is_tensor(x) -> bool:
     """Whether ``x`` is a clgrad tensor (a Parameter included): the one test every layer above uses."""
     return isinstance(x, Tensor)
 
 
-def _staged(src: Tensor, dev: device) -> Tensor:
-    """``src``'s values on another device, same dtype and shape: a transfer through host memory."""
-    staged = Tensor._empty(src._shape, src.dtype, dev)
-    backends.get(dev).write(staged._storage, src._host())
-    return staged
+class _KeepAlive:
+    """Holds the Storage that owns some memory for as long as an alias Storage of it lives."""
+
+    __slots__ = ("owner",)
+
+    def __init__(self, owner):
+        self.owner = owner
+
+    def __call__(self) -> None:
+        pass
 
 
 class Size(tuple):
@@ -449,12 +406,7 @@ class Size(tuple):
         return math.prod(self)
 
 
-_TYPE_NAMES = {
-    "bool": "BoolTensor", "uint8": "ByteTensor", "int8": "CharTensor", "int16": "ShortTensor",
-    "int32": "IntTensor", "int64": "LongTensor", "float16": "HalfTensor", "float32": "FloatTensor",
-    "float64": "DoubleTensor",
-}
-_BY_TYPE_NAME = {v: k for k, v in _TYPE_NAMES.items()}
+_BY_TYPE_NAME = {d.tensor_type_name: d.name for d in D.ALL}
 
 
 def _parse_type_name(text: str, current: device):
@@ -469,10 +421,3 @@ def _parse_type_name(text: str, current: device):
         if parts[1] == "opencl":
             return (current if current.type == "opencl" else "opencl"), _BY_TYPE_NAME[parts[-1]]
     raise ValueError(f"invalid type: '{text}'")
-
-
-def _bind_methods() -> None:
-    """Attach ops as methods and operators: each a one-line delegation."""
-    from .ops import methods
-
-    methods.install(Tensor)

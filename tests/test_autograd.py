@@ -757,7 +757,7 @@ MATMUL_SHAPES = [("mm", (3, 4), (4, 5)), ("bmm", (2, 3, 4), (2, 4, 5)), ("mv", (
 
 @pytest.mark.parametrize("op, shape_a, shape_b", MATMUL_SHAPES)
 def test_matmul_function(device, op, shape_a, shape_b):
-    from clgrad.ops.functions import Matmul
+    from clgrad.ops.linalg import Matmul
 
     dt, tols = grad_precision(device)  # float32 with wider tolerances on a device without cl_khr_fp64
     rng = np.random.default_rng(2)

@@ -7,8 +7,76 @@ from __future__ import annotations
 
 import warnings
 
-from .function import ANOMALY, AccumulateGrad, _is_tensor
+from ..tensor import Tensor, is_tensor
 from .grad_mode import set_enabled
+from .graph import gradient_edge
+from .nodes import _FREED, ANOMALY, AccumulateGrad
+
+
+def _as_tuple(x):
+    if x is None:
+        return None
+    return tuple(x) if isinstance(x, (tuple, list)) else (x,)
+
+
+def _make_grads(outputs, grad_outputs):
+    """The gradients backward starts from: given ones, or a 1 for a scalar output (made by that output)."""
+    grads = []
+    for i, out in enumerate(outputs):
+        g = grad_outputs[i] if grad_outputs is not None and i < len(grad_outputs) else None
+        if g is None:
+            if out.numel() != 1:
+                raise RuntimeError("grad can be implicitly created only for scalar outputs")
+            if not out.dtype.is_floating_point:
+                raise RuntimeError(f"grad can be implicitly created only for real scalar outputs but got {out.dtype}")
+            g = out._empty_like().fill_(1)
+        elif not is_tensor(g):
+            g = out._empty_like().fill_(g)
+        elif tuple(g.shape) != tuple(out.shape):
+            raise RuntimeError(
+                f"Mismatch in shape: grad_output[{i}] has a shape of {g.shape!r} and output[{i}] has a shape of "
+                f"{out.shape!r}."
+            )
+        grads.append(g)
+    return grads
+
+
+def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False, inputs=None):
+    """Accumulate gradients of ``tensors`` into the ``.grad`` of the leaves (or of ``inputs``)."""
+    tensors = _as_tuple(tensors)
+    grads = _make_grads(tensors, _as_tuple(grad_tensors))
+    retain = create_graph if retain_graph is None else retain_graph
+    inputs = _as_tuple(inputs)
+    if inputs is not None and len(inputs) == 0:
+        raise RuntimeError("`inputs` argument to `backward()` cannot be empty.")
+    run_backward(tensors, grads, retain, create_graph, inputs=inputs, accumulate=True)
+
+
+def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=False, allow_unused=None,
+         materialize_grads=False):
+    """Gradients of ``outputs`` with respect to ``inputs``, returned (``.grad`` is left alone)."""
+    outputs, inputs = _as_tuple(outputs), _as_tuple(inputs)
+    if materialize_grads and allow_unused is False:
+        raise ValueError("Expected allow_unused to be True or not passed when materialize_grads=True, but got: "
+                         "allow_unused=False.")
+    for x in inputs:
+        if not x.requires_grad:
+            raise RuntimeError("One of the differentiated Tensors does not require grad")
+    grads = _make_grads(outputs, _as_tuple(grad_outputs))
+    retain = create_graph if retain_graph is None else retain_graph
+    result = run_backward(outputs, grads, retain, create_graph, inputs=inputs, accumulate=False)
+    out = []
+    for i, (x, g) in enumerate(zip(inputs, result)):
+        if g is None:
+            if materialize_grads:
+                g = x._empty_like().zero_()
+            elif not allow_unused:
+                raise RuntimeError(
+                    f"The differentiated Tensor at index {i} appears to not have been used in the graph. Set "
+                    "allow_unused=True if this is the desired behavior."
+                )
+        out.append(g)
+    return tuple(out)
 
 
 def _sum_to(grad, shape):
@@ -66,8 +134,6 @@ def run_backward(tensors, grad_tensors, retain_graph, create_graph, inputs=None,
     With ``accumulate`` the gradients are added into ``.grad`` (``backward``: of every leaf, or of each of
     ``inputs``); otherwise the gradients of ``inputs`` are returned (``autograd.grad``).
     """
-    from .graph import gradient_edge
-
     roots = []
     for i, (t, g) in enumerate(zip(tensors, grad_tensors)):
         if not t.requires_grad:
@@ -210,16 +276,12 @@ def _accumulate_into(t, grad, create_graph):
 
 def _run_node(node, grads, buffers, retain_graph):
     if node.__dict__.get("_freed"):
-        from .function import _FREED
-
         raise RuntimeError(_FREED)
     grad_outputs = []
     for nr, meta in enumerate(node._output_meta):
         g = grads.get(nr)
         if g is None and meta is not None and node.materialize_grads:
-            from ..ops.creation import zeros
-
-            g = zeros(meta[0], dtype=meta[1], device=meta[2])
+            g = Tensor._empty(meta[0], meta[1], meta[2]).zero_()
         grad_outputs.append(g)
     for hook in node.__dict__.get("_pre_hooks", ()):
         new = hook(tuple(grad_outputs))
@@ -262,7 +324,7 @@ def _call_backward(node, grad_outputs) -> tuple:
 
 def _validate(node, i, g):
     """A gradient as its input needs it: summed back over broadcast dims, in the input's dtype."""
-    if not _is_tensor(g):
+    if not is_tensor(g):
         raise TypeError(f"function {node.name()} returned a gradient of type {type(g).__name__} at index {i}; "
                         "expected a Tensor or None")
     shape, dtype, device = node._input_meta[i]
@@ -285,5 +347,5 @@ def _validate(node, i, g):
 
 def _check_nan(node, result):
     for i, g in enumerate(result):
-        if _is_tensor(g) and g.dtype.is_floating_point and g.numel() and bool(g.isnan().any()):
+        if is_tensor(g) and g.dtype.is_floating_point and g.numel() and bool(g.isnan().any()):
             raise RuntimeError(f"Function '{node.name()}' returned nan values in its {i}th output.")

@@ -8,19 +8,18 @@ import warnings
 
 import numpy as np
 
+from ..tensor import is_tensor
+from .engine import grad as autograd_grad
+
 
 class GradcheckError(RuntimeError):
     """Raised by ``gradcheck`` when the analytic and numerical Jacobians differ."""
 
 
-def _is_tensor(x) -> bool:
-    return hasattr(x, "_storage")
-
-
 def _float_outputs(func, inputs) -> list:
     out = func(*inputs)
     outs = out if isinstance(out, (tuple, list)) else (out,)
-    return [o for o in outs if _is_tensor(o) and o.dtype.is_floating_point]
+    return [o for o in outs if is_tensor(o) and o.dtype.is_floating_point]
 
 
 def _host(t) -> np.ndarray:
@@ -29,8 +28,6 @@ def _host(t) -> np.ndarray:
 
 def _numerical(func, inputs, diff_idx, eps) -> list:
     """J[o][n][j, k]: d output_o[k] / d input_{diff_idx[n]}[j] by central differences."""
-    from ..ops.creation import tensor
-
     jac = None
     for n, i in enumerate(diff_idx):
         x = inputs[i]
@@ -42,7 +39,7 @@ def _numerical(func, inputs, diff_idx, eps) -> list:
                 moved = values.copy()
                 moved.flat[j] += sign * eps
                 args = list(inputs)
-                args[i] = tensor(moved, dtype=x.dtype, device=x.device, requires_grad=True)
+                args[i] = x.new_tensor(moved, requires_grad=True)
                 sides.append([_host(o) for o in _float_outputs(func, args)])
             columns.append([(p - m) / (2 * eps) for p, m in zip(*sides)])
         if jac is None:
@@ -54,14 +51,11 @@ def _numerical(func, inputs, diff_idx, eps) -> list:
 
 def _analytical(outputs, inputs, diff_idx) -> list:
     """The same Jacobian from autograd: one ``grad`` call per output element."""
-    from ..ops.creation import zeros
-    from . import grad as autograd_grad
-
     jac = []
     for o in outputs:
         blocks = [np.zeros((inputs[i].numel(), o.numel())) for i in diff_idx]
         for k in range(o.numel() if o.requires_grad else 0):
-            seed = zeros(tuple(o.shape), dtype=o.dtype, device=o.device)
+            seed = o.new_zeros(o.shape)
             seed.view(-1)[k] = 1
             grads = autograd_grad(o, [inputs[i] for i in diff_idx], seed, retain_graph=True, allow_unused=True)
             for n, g in enumerate(grads):
@@ -79,7 +73,7 @@ def gradcheck(func, inputs, *, eps=1e-06, atol=1e-05, rtol=0.001, raise_exceptio
     True
     """
     inputs = tuple(inputs) if isinstance(inputs, (tuple, list)) else (inputs,)
-    diff_idx = [i for i, x in enumerate(inputs) if _is_tensor(x) and x.requires_grad]
+    diff_idx = [i for i, x in enumerate(inputs) if is_tensor(x) and x.requires_grad]
     if not diff_idx:
         raise ValueError("gradcheck expects at least one input tensor to require gradient, but none of the them "
                          "have requires_grad=True.")
@@ -104,18 +98,14 @@ def gradgradcheck(func, inputs, grad_outputs=None, *, eps=1e-06, atol=1e-05, rto
                   **_ignored) -> bool:
     """``gradcheck`` of the gradient itself: second derivatives through ``create_graph=True``, with random
     (or the given) gradients of the outputs, which are differentiated too."""
-    from ..ops.creation import tensor
-    from . import grad as autograd_grad
-
     inputs = tuple(inputs) if isinstance(inputs, (tuple, list)) else (inputs,)
     outputs = _float_outputs(func, inputs)
     if grad_outputs is None:
         rng = np.random.default_rng(0)
-        grad_outputs = [tensor(rng.standard_normal(tuple(o.shape)), dtype=o.dtype, device=o.device,
-                               requires_grad=True) for o in outputs]
+        grad_outputs = [o.new_tensor(rng.standard_normal(tuple(o.shape)), requires_grad=True) for o in outputs]
     grad_outputs = tuple(grad_outputs)
     n_in = len(inputs)
-    diff_idx = [i for i, x in enumerate(inputs) if _is_tensor(x) and x.requires_grad]
+    diff_idx = [i for i, x in enumerate(inputs) if is_tensor(x) and x.requires_grad]
 
     def first_grad(*args):
         xs, gos = args[:n_in], args[n_in:]

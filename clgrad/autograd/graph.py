@@ -1,10 +1,13 @@
 """Wiring a Function call into the graph, and the in-place rules shared by every in-place op."""
 from __future__ import annotations
 
+import traceback
 import weakref
 
-from .function import AccumulateGrad, SavedTensor, _is_tensor
+from ..tensor import is_tensor
 from .grad_mode import is_grad_enabled, set_enabled
+from .nodes import ANOMALY, AccumulateGrad, SavedTensor
+from .view_rules import AsStridedBackward0, CopySlices, geometry
 
 
 def gradient_edge(t):
@@ -13,7 +16,7 @@ def gradient_edge(t):
     A leaf holds its ``AccumulateGrad`` weakly (the graph holds it strongly), so a leaf and its
     accumulator don't keep each other alive, and every graph built from the leaf shares one accumulator.
     """
-    if not _is_tensor(t):
+    if not is_tensor(t):
         return (None, 0)
     fn = t.grad_fn
     if fn is not None:
@@ -30,9 +33,9 @@ def gradient_edge(t):
 
 def connect(ctx, args, outputs, is_view: bool = False):
     """Make ``ctx`` the grad_fn of ``outputs`` and record edges to ``args``' producers."""
-    edges = ctx._edges = tuple([gradient_edge(a) if _is_tensor(a) else None for a in args])
+    edges = ctx._edges = tuple([gradient_edge(a) if is_tensor(a) else None for a in args])
     ctx.next_functions = tuple([e for e in edges if e is not None])
-    ctx._input_meta = tuple([(a._shape, a.dtype, a.device) if _is_tensor(a) else None for a in args])
+    ctx._input_meta = tuple([(a._shape, a.dtype, a.device) if is_tensor(a) else None for a in args])
     single = not isinstance(outputs, tuple)
     outs = (outputs,) if single else outputs
     d = ctx.__dict__
@@ -40,7 +43,7 @@ def connect(ctx, args, outputs, is_view: bool = False):
     non_diff = d.get("_non_differentiable", ())
     result, dirty_views = [], []
     for i, out in enumerate(outs):
-        if not _is_tensor(out):
+        if not is_tensor(out):
             result.append(out)
             continue
         if id(out) in dirty:
@@ -57,12 +60,10 @@ def connect(ctx, args, outputs, is_view: bool = False):
             if is_view or "_view_version" in od:  # the node is right for the memory as it is now
                 od["_view_version"] = out._storage.version
         result.append(out)
-    ctx._output_meta = tuple([(o._shape, o.dtype, o.device) if _is_tensor(o) else None for o in result])
+    ctx._output_meta = tuple([(o._shape, o.dtype, o.device) if is_tensor(o) else None for o in result])
     to_save = d.pop("_to_save", None)
     ctx._saved = [_save(t, ctx, result) for t in to_save] if to_save else ()
     for out in dirty_views:  # written through a view: the base learns that a region of it changed
-        from .view_rules import rebase_view
-
         if out.__dict__.get("_grad_fn") is ctx:
             rebase_view(out._base, out, out)
     return result[0] if single else tuple(result)
@@ -113,15 +114,10 @@ def inplace(target, compute):
         result = result + old * 0  # overwritten by a constant: the old value's producers get zero gradients
     prev = set_enabled(False)
     try:
-        from ..ops.pointwise import cast_into
-
-        cast_into(target, result)
+        target.copy_(result)  # counts the write
     finally:
         set_enabled(prev)
-    target._storage.version += 1
     if base is not None and (result.requires_grad or base.requires_grad):
-        from .view_rules import rebase_view
-
         rebase_view(base, target, result)
     elif result.requires_grad:
         target.grad_fn, target._output_nr = result.grad_fn, result._output_nr
@@ -130,4 +126,36 @@ def inplace(target, compute):
 
 def needs_graph(*tensors) -> bool:
     """Whether an op on ``tensors`` must be recorded: grad mode is on and some tensor requires grad."""
-    return is_grad_enabled() and any(_is_tensor(t) and t.requires_grad for t in tensors)
+    return is_grad_enabled() and any(is_tensor(t) and t.requires_grad for t in tensors)
+
+
+def rebase_view(base, view, value) -> None:
+    """After ``value`` was written through ``view``: the base becomes a CopySlices node, and the view (like
+    any other view of that memory) rebuilds its grad_fn from the base on its next use."""
+    ctx = CopySlices()
+    ctx.geometry = geometry(base, view)
+    ctx.needs_input_grad = (base.requires_grad, is_tensor(value) and value.requires_grad, False)
+    if ANOMALY["enabled"]:
+        ctx._forward_trace = "".join(traceback.format_stack()[:-1])
+    out = connect(ctx, (base, value, None), base._view(base._shape, base._strides))
+    base.grad_fn, base._output_nr = out.grad_fn, 0
+    view.__dict__["_view_version"] = -1
+
+
+def refresh_view(view) -> None:
+    """Point a tracked view's grad_fn at its base's current node (an ``AsStridedBackward0``)."""
+    d = view.__dict__
+    d["_view_version"] = view._storage.version
+    base = view._base
+    if base is None or not base.requires_grad:
+        return  # nothing upstream to rebuild from: the view keeps the node it has
+    ctx = AsStridedBackward0()
+    ctx.needs_input_grad = (True, False)
+    ctx.geometry = geometry(base, view)
+    ctx._edges = (gradient_edge(base), None)
+    ctx.next_functions = ctx._edges[:1]
+    ctx._input_meta = ((base._shape, base.dtype, base.device), None)
+    ctx._output_meta = ((view._shape, view.dtype, view.device),)
+    ctx._saved = ()
+    d["_grad_fn"] = ctx
+    view._output_nr = 0

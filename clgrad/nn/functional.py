@@ -3,12 +3,15 @@ from __future__ import annotations
 
 from ..ops import conv as _conv
 from ..ops import joins as _joins
+from ..ops import linalg as _linalg
 from ..ops import losses as _losses
 from ..ops import nnops as _nnops
+from ..ops import norms as _norms
 from ..ops import padding as _padding
+from ..ops import pooling as _pooling
 from ..ops import resample as _resample
 
-for _m in (_conv, _resample, _nnops, _losses, _joins, _padding):
+for _m in (_conv, _pooling, _resample, _nnops, _norms, _linalg, _losses, _joins, _padding):
     globals().update({name: getattr(_m, name) for name in _m.FUNCTIONAL})
 del _m
 from ..ops.math import FUNCTIONAL_ACTIVATIONS as _ACT  # noqa: E402

@@ -11,23 +11,18 @@ import numpy as np
 from .. import backends
 from .. import dtypes as D
 from ..device import resolve
+from ..storage import Storage
+from ..tensor import Tensor, is_tensor
 from . import pointwise as P
 from .guard import tensor_first
 from .views import as_size
-
-
-def _tensor_cls():
-    from ..tensor import Tensor
-
-    return Tensor
-
 
 # ---- from data ---------------------------------------------------------------------------------
 
 
 def _item_dtype(x) -> D.dtype:
     """The dtype one (non-sequence) element of Python data contributes to inference."""
-    if hasattr(x, "_storage"):
+    if is_tensor(x):
         return x.dtype
     if isinstance(x, (np.ndarray, np.generic)):  # before float: np.float64 is a float subclass
         return D.from_numpy_dtype(x.dtype)
@@ -69,7 +64,7 @@ def _infer_dtype(data) -> D.dtype:
 
 def _unwrap(data):
     """Nested data as numpy-convertible values: tensors inside lists become arrays."""
-    if hasattr(data, "_storage"):
+    if is_tensor(data):
         return np.asarray(data)
     if isinstance(data, (list, tuple)):
         return [_unwrap(x) for x in data]
@@ -121,22 +116,26 @@ def _check_overflow(arr: np.ndarray, dt: D.dtype) -> None:
 
 
 # C++ type names PyTorch uses when a fill value does not fit (full, fill_, masked_fill, index_fill)
-_FILL_NAME = {"uint8": "uint8_t", "int8": "int8_t", "int16": "int16_t", "int32": "int", "int64": "int64_t"}
+
+
+def _fill_name(dt: D.dtype) -> str:
+    """The type name PyTorch's fill overflow message uses: the C name ('int8_t'), except plain 'int' for int32."""
+    return "int" if dt is D.int32 else dt.c_int_name
 
 
 def check_fill_value(value, dt: D.dtype) -> None:
     """A fill value must fit an integer dtype: nan, inf and out-of-range numbers raise PyTorch's RuntimeError."""
-    if dt.kind not in "iu" or isinstance(value, (bool, np.bool_)) or hasattr(value, "_storage"):
+    if dt.kind not in "iu" or isinstance(value, (bool, np.bool_)) or is_tensor(value):
         return
     try:
         _check_overflow(np.array(value), dt)
     except RuntimeError:
-        raise RuntimeError(f"value cannot be converted to type {_FILL_NAME[dt.name]} without overflow") from None
+        raise RuntimeError(f"value cannot be converted to type {_fill_name(dt)} without overflow") from None
 
 
 def _from_host(arr: np.ndarray, dt: D.dtype, dev):
     """A new tensor on ``dev`` holding a copy of ``arr`` converted to ``dt``."""
-    T = _tensor_cls()
+    T = Tensor
     host = backends.cpu.cast(arr, dt) if arr.dtype != dt.np else arr
     host = np.asarray(host, order="C")  # keeps a 0-dim array 0-dim, unlike ascontiguousarray
     out = T._empty(host.shape, dt, dev)
@@ -147,7 +146,7 @@ def _from_host(arr: np.ndarray, dt: D.dtype, dev):
 def tensor(data, dtype=None, device=None, requires_grad: bool = False, pin_memory: bool = False):
     """A new tensor copying ``data`` (nested lists, numbers, numpy arrays or tensors), with PyTorch's
     dtype inference: ``clgrad.tensor([[1., 2.]], device="opencl")``."""
-    T = _tensor_cls()
+    T = Tensor
     dev = resolve(device)
     if isinstance(data, T):
         dev = data.device if device is None else dev  # a tensor's data stays where it is, as in torch
@@ -171,7 +170,7 @@ def tensor(data, dtype=None, device=None, requires_grad: bool = False, pin_memor
 def as_tensor(data, dtype=None, device=None):
     """Like ``tensor``, but without a copy when ``data`` already is a tensor of that dtype and device, or
     a numpy array of that dtype and the device is cpu (then the two share memory)."""
-    T = _tensor_cls()
+    T = Tensor
     if isinstance(data, T):
         return data.to(device=device if device is not None else data.device, dtype=dtype)
     if isinstance(data, np.ndarray) and resolve(device).type == "cpu":
@@ -189,7 +188,7 @@ def from_numpy(arr: np.ndarray):
 
     Any non-negative strides work (a slice or transpose of an array); negative strides raise ValueError.
     """
-    T = _tensor_cls()
+    T = Tensor
     if not isinstance(arr, np.ndarray):
         raise TypeError(f"expected np.ndarray (got {type(arr).__name__})")
     if not arr.dtype.isnative:
@@ -266,7 +265,7 @@ def _finish(t, requires_grad):
 def empty(*size, dtype=None, device=None, requires_grad=False, **kwargs):
     """An uninitialised tensor: ``clgrad.empty(2, 3, device="opencl")``."""
     shape, dt, dev = _creation_args(_size_arg("empty", size, kwargs), dtype, device)
-    return _finish(_tensor_cls()._empty(shape, dt, dev), requires_grad)
+    return _finish(Tensor._empty(shape, dt, dev), requires_grad)
 
 
 def zeros(*size, dtype=None, device=None, requires_grad=False, **kwargs):
@@ -275,18 +274,18 @@ def zeros(*size, dtype=None, device=None, requires_grad=False, **kwargs):
     if any(n < 0 for n in shape):
         raise RuntimeError("zeros: Dimension size must be non-negative.")
     shape, dt, dev = _creation_args(shape, dtype, device)
-    return _finish(_filled(_tensor_cls()._empty(shape, dt, dev), 0), requires_grad)
+    return _finish(_filled(Tensor._empty(shape, dt, dev), 0), requires_grad)
 
 
 def ones(*size, dtype=None, device=None, requires_grad=False, **kwargs):
     """A tensor of ones: ``clgrad.ones(2, 3)``."""
     shape, dt, dev = _creation_args(_size_arg("ones", size, kwargs), dtype, device)
-    return _finish(_filled(_tensor_cls()._empty(shape, dt, dev), 1), requires_grad)
+    return _finish(_filled(Tensor._empty(shape, dt, dev), 1), requires_grad)
 
 
 def _fill_value(value, fn: str = "full"):
     """A Python number from ``fill_value`` (a number or a 0-dim tensor), else PyTorch's TypeError."""
-    if hasattr(value, "_storage") and value.dim() == 0:
+    if is_tensor(value) and value.dim() == 0:
         value = value.item()
     if not isinstance(value, (Number, np.bool_)) or isinstance(value, complex):
         raise TypeError(f"{fn}(): argument 'fill_value' (position 2) must be Number, not {type(value).__name__}")
@@ -300,7 +299,7 @@ def full(size, fill_value, dtype=None, device=None, requires_grad=False, **kwarg
         dtype = D.scalar_dtype(fill_value)
     shape, dt, dev = _creation_args((size,), dtype, device)
     check_fill_value(fill_value, dt)
-    return _finish(_filled(_tensor_cls()._empty(shape, dt, dev), fill_value), requires_grad)
+    return _finish(_filled(Tensor._empty(shape, dt, dev), fill_value), requires_grad)
 
 
 def _like(name, value):
@@ -330,7 +329,7 @@ tensor_first(globals(), ["empty_like", "zeros_like", "ones_like", "full_like"])
 
 
 def _number(v):
-    return v.item() if hasattr(v, "_storage") or isinstance(v, np.generic) else v
+    return v.item() if is_tensor(v) or isinstance(v, np.generic) else v
 
 
 def _arange_values(start, end, step, dt: D.dtype) -> np.ndarray:
@@ -398,7 +397,7 @@ def _linspace_values(start, end, steps: int, dt: D.dtype) -> np.ndarray:
 
 def linspace(start, end, steps, *, dtype=None, device=None, requires_grad=False, **_):
     """``steps`` evenly spaced values from ``start`` to ``end`` inclusive: ``linspace(0, 1, 5)``."""
-    if isinstance(steps, bool) or not isinstance(steps, (int, np.integer)) and not hasattr(steps, "_storage"):
+    if isinstance(steps, bool) or not isinstance(steps, (int, np.integer)) and not is_tensor(steps):
         raise TypeError(f"linspace(): argument 'steps' (position 3) must be int, not {type(steps).__name__}")
     steps = operator.index(steps)
     if steps < 0:
@@ -423,3 +422,49 @@ def eye(n, m=None, *, dtype=None, device=None, requires_grad=False, **_):
         # the diagonal is a strided view with step m + 1
         out._view((min(n, m),), (m + 1,)).fill_(1)
     return _finish(out, requires_grad)
+
+
+# ---- Tensor methods (attached by methods.install) ----------------------------------------------
+
+
+def legacy_init(self, *args, dtype=None, device=None) -> None:
+    """The legacy constructor: ``Tensor(2, 3)`` is an uninitialised float tensor, ``Tensor([1, 2])`` copies data."""
+    if args and isinstance(args[0], Storage):
+        return
+    dt = D.as_dtype(dtype) if dtype is not None else D.get_default_dtype()
+    if len(args) == 1 and not isinstance(args[0], (int, np.integer)):
+        src = tensor(args[0], dtype=dt, device=device)
+    else:
+        src = empty(*(args or (0,)), dtype=dt, device=device)
+    self._assign(src._storage, src.dtype, src._shape, src._strides, src._offset)
+
+
+def _new_kw(self, dtype, device, requires_grad) -> dict:
+    """``new_*``: the same dtype and device unless told otherwise."""
+    return {"dtype": self.dtype if dtype is None else dtype, "device": self.device if device is None else device,
+            "requires_grad": requires_grad}
+
+
+def new_empty(self, *size, dtype=None, device=None, requires_grad=False) -> Tensor:
+    return empty(*size, **_new_kw(self, dtype, device, requires_grad))
+
+
+def new_zeros(self, *size, dtype=None, device=None, requires_grad=False) -> Tensor:
+    return zeros(*size, **_new_kw(self, dtype, device, requires_grad))
+
+
+def new_ones(self, *size, dtype=None, device=None, requires_grad=False) -> Tensor:
+    return ones(*size, **_new_kw(self, dtype, device, requires_grad))
+
+
+def new_full(self, size, fill_value, dtype=None, device=None, requires_grad=False) -> Tensor:
+    return full(size, fill_value, **_new_kw(self, dtype, device, requires_grad))
+
+
+def new_tensor(self, data, dtype=None, device=None, requires_grad=False) -> Tensor:
+    return tensor(data, **_new_kw(self, dtype, device, requires_grad))
+
+
+def reduce_ex(self, protocol):
+    """Pickling: the values and the device name, rebuilt by ``_rebuild``."""
+    return (_rebuild, (backends.get(self.device).read(self), str(self.device)))

@@ -6,12 +6,11 @@ record's ``node`` function picks a *variant*: a subclass that differs only in ``
 """
 from __future__ import annotations
 
-from ..autograd.function import Function
+from ..autograd.function import Function, variant
 from ..autograd.graph import needs_graph
 from ..registry.elementwise import NONDIFF, OPS
 from ..tensor import is_tensor
 from . import pointwise as P
-from .functions import _variant as node_variant
 
 _apply = Function.apply.__func__  # the plain apply, for dispatchers that pick a variant class first
 
@@ -63,7 +62,7 @@ class _Overloaded(Elementwise):
     @classmethod
     def apply(cls, *operands, compute=None):
         name = OPS[cls.op].node(*operands)
-        return _apply(cls if name is None else node_variant(cls, name), *operands, compute=compute)
+        return _apply(cls if name is None else variant(cls, name), *operands, compute=compute)
 
 
 def _function(name: str):

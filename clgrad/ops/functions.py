@@ -4,21 +4,11 @@ differs only in ``node_name``. (The elementwise Functions are generated from the
 """
 from __future__ import annotations
 
-from ..autograd.function import Function
+from ..autograd.function import Function, variant
 from . import shape as S
 from . import views as V
 
 _apply = Function.apply.__func__  # the plain apply, for dispatchers that pick a variant class first
-_VARIANTS: dict = {}
-
-
-def _variant(cls, node_name: str):
-    """A subclass of ``cls`` whose graph node is called ``node_name`` (cached: classes are made once)."""
-    key = (cls, node_name)
-    sub = _VARIANTS.get(key)
-    if sub is None:
-        sub = _VARIANTS[key] = type(cls.__name__, (cls,), {"node_name": node_name})
-    return sub
 
 
 # ---- views -----------------------------------------------------------------------------------
@@ -79,7 +69,7 @@ class _NamedView(Function):
     @classmethod
     def apply(cls, x, fn, args):
         name = _view_name(x, fn, args)
-        return _apply(cls if name is None or name == cls.node_name else _variant(cls, name), x, fn, args)
+        return _apply(cls if name is None or name == cls.node_name else variant(cls, name), x, fn, args)
 
 
 class View(_NamedView):
@@ -116,8 +106,8 @@ class Permute(Function):
 
 
 # PyTorch's names for the same permutation Function when reached through transpose() and t()
-Transpose = _variant(Permute, "TransposeBackward0")
-T = _variant(Permute, "TBackward0")
+Transpose = variant(Permute, "TransposeBackward0")
+T = variant(Permute, "TBackward0")
 
 
 class Expand(Function):
@@ -149,83 +139,7 @@ class Slice(_NamedView):
 
     @staticmethod
     def backward(ctx, grad):
-        from .creation import zeros
-
         shape, dtype, device = ctx.meta
-        z = zeros(shape, dtype=dtype, device=device)
+        z = grad.new_zeros(shape, dtype=dtype, device=device)
         ctx.fn(z, *ctx.args).copy_(grad)
         return z, None, None
-
-
-class Clone(Function):
-    node_name = "CloneBackward0"
-
-    @staticmethod
-    def forward(ctx, x, memory_format=None):
-        return x.clone(memory_format=memory_format)
-
-    @staticmethod
-    def backward(ctx, grad):
-        return grad, None
-
-
-class ToCopy(Function):
-    """Device and dtype changes: the gradient goes back to the input's device and dtype."""
-
-    node_name = "ToCopyBackward0"
-
-    @staticmethod
-    def forward(ctx, x, device, dtype):
-        ctx.src = (x.device, x.dtype)
-        return x.to(device, dtype, copy=True)
-
-    @staticmethod
-    def backward(ctx, grad):
-        return grad.to(*ctx.src), None, None
-
-
-# ---- matrix products -------------------------------------------------------------------------
-_PRODUCT_NAMES = {"mm": "MmBackward0", "bmm": "BmmBackward0", "mv": "MvBackward0", "dot": "DotBackward0"}
-_MATMUL_NAMES = {(1, 1): "DotBackward0", (2, 1): "MvBackward0", (2, 2): "MmBackward0", (1, 2): "SqueezeBackward4"}
-
-
-class Matmul(Function):
-    """``mm``/``bmm``/``mv``/``dot``/``matmul`` (named by ``op``). One backward for all of them: 1-D operands
-    are treated as a row (left) or a column (right), and the engine sums broadcast batch dims back.
-
-    >>> Matmul.apply(a, b, "mm")  # what linalg.mm returns when autograd records
-    """
-
-    node_name = "UnsafeViewBackward0"  # PyTorch's N-d matmul ends in a reshape of a bmm
-
-    @classmethod
-    def apply(cls, a, b, op="matmul"):
-        name = _PRODUCT_NAMES.get(op) or _MATMUL_NAMES.get((a.dim(), b.dim()))
-        return _apply(cls if name is None else _variant(cls, name), a, b, op)
-
-    @staticmethod
-    def forward(ctx, a, b, op):
-        from . import linalg
-
-        ctx.save_for_backward(a if ctx.needs_input_grad[1] else None, b if ctx.needs_input_grad[0] else None)
-        ctx.dims = (a.dim(), b.dim())
-        return getattr(linalg, op)(a, b)
-
-    @staticmethod
-    def backward(ctx, grad):
-        a, b = ctx.saved_tensors
-        da, db = ctx.dims
-        if da == 1 and db == 1:  # dot: a 0-dim gradient
-            return grad * b if ctx.needs_input_grad[0] else None, grad * a if ctx.needs_input_grad[1] else None, None
-        if da == 1:
-            grad = grad.unsqueeze(-2)
-        if db == 1:
-            grad = grad.unsqueeze(-1)
-        ga = gb = None
-        if ctx.needs_input_grad[0]:
-            ga = grad.matmul((b.unsqueeze(-1) if db == 1 else b).mT)
-            ga = ga.squeeze(-2) if da == 1 else ga
-        if ctx.needs_input_grad[1]:
-            gb = (a.unsqueeze(0) if da == 1 else a).mT.matmul(grad)
-            gb = gb.squeeze(-1) if db == 1 else gb
-        return ga, gb, None

@@ -15,6 +15,8 @@ import inspect
 import os
 import sys
 
+from ..tensor import is_tensor
+
 _POSITIONAL = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
 _PACKAGE = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep  # .../clgrad/
 
@@ -48,7 +50,7 @@ def _checked(fn, arg: str):
             if not args and arg not in kwargs:
                 raise
             x = args[0] if args else kwargs[arg]
-            if hasattr(x, "_storage"):
+            if is_tensor(x):
                 raise  # a tensor: the AttributeError is a bug of its own, not the caller's mistake
             raise TypeError(
                 f"{fn.__name__}(): argument '{arg}' (position 1) must be Tensor, not {type(x).__name__}"

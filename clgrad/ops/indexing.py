@@ -1,11 +1,12 @@
-"""Indexing ops, forward and backward: advanced ``__getitem__``/``__setitem__``, ``gather``/``scatter``,
-``index_select``/``index_add``/``index_put``/``index_fill``, ``masked_fill``/``masked_select``,
-``nonzero``/``where(cond)`` and ``take_along_dim``.
+"""Advanced indexing: ``__getitem__``/``__setitem__`` with tensors, lists and masks, ``index_put``, and the mask
+ops ``masked_fill``/``masked_select``; plus the two index primitives with their bounds errors, which the ops
+along one dim (``gather.py``) share.
 
 Each op reduces to one of two backend primitives (see ``backends/cpu_index.py``): ``index_gather`` and
 ``index_put``, which see the data tensor restrided over an *index space* plus int64 index tensors restrided
 over the same space. Boolean masks become index tensors through ``nonzero``, the one op here whose result
-size depends on the data (so it reads a count back from the device).
+size depends on the data (so it reads a count back from the device). Each differentiable op is a ``Function``
+(at the end of the module) with PyTorch's node name, its backward written in clgrad ops.
 """
 from __future__ import annotations
 
@@ -16,33 +17,26 @@ import numpy as np
 
 from .. import backends
 from .. import dtypes as D
+from ..autograd.function import Function
 from ..autograd.graph import inplace, needs_graph
-from . import index_grad as G
+from ..backends.cpu import cast, view_of
+from ..tensor import Tensor, is_tensor
 from . import pointwise as P
 from . import views as V
+from .creation import check_fill_value, tensor, zeros
 from .guard import tensor_first, user_stacklevel
 
-__all__ = ["gather", "scatter", "scatter_add", "index_select", "index_add", "index_put", "index_put_",
-           "index_fill", "masked_fill", "masked_select", "nonzero", "argwhere", "take_along_dim", "where"]
+__all__ = ["index_put", "index_put_", "masked_fill", "masked_select"]
 
 _INDEX_TYPES = "tensors used as indices must be long, int, byte or bool tensors"
 _UINT8_MASK = "indexing with dtype clgrad.uint8 is now deprecated, please use a dtype clgrad.bool instead."
 _SEQUENCE = ("Using a non-tuple sequence for multidimensional indexing is deprecated; use x[tuple(seq)] instead of "
              "x[seq]. In a future release this will be interpreted as tensor index, x[clgrad.tensor(seq)].")
-# PyTorch names dtypes by their C++ type in masked_fill's error
-_CPP_NAMES = {"bool": "bool", "uint8": "unsigned char", "int8": "signed char", "int16": "short int",
-              "int32": "int", "int64": "long int", "float16": "c10::Half", "float32": "float", "float64": "double"}
-
-
-def _tensor_cls():
-    from ..tensor import Tensor
-
-    return Tensor
 
 
 def _restride(t, shape, strides, offset=None):
     """Bare metadata over ``t``'s memory (no autograd, no base): what the backend primitives read."""
-    return _tensor_cls()._make(t._storage, t.dtype, tuple(shape), tuple(strides),
+    return Tensor._make(t._storage, t.dtype, tuple(shape), tuple(strides),
                                t._offset if offset is None else offset)
 
 
@@ -51,8 +45,6 @@ def _atleast1(t):
 
 
 def _zeros(shape, like):
-    from .creation import zeros
-
     return zeros(tuple(shape), dtype=like.dtype, device=like.device)
 
 
@@ -75,7 +67,7 @@ def _raise_bad(bad, idx, err) -> None:
 
 def _gather_raw(base, idx, err, wrap: bool = True, checked: bool = True):
     """A new contiguous tensor of ``base``'s shape: ``base`` read through the index tensors ``idx``."""
-    out = _tensor_cls()._empty(base._shape, base.dtype, base.device)
+    out = Tensor._empty(base._shape, base.dtype, base.device)
     _raise_bad(backends.get(base.device).index_gather(out, base, idx, wrap, checked), idx, err)
     return out
 
@@ -89,14 +81,12 @@ def _put_raw(base, value, idx, mode: str, err, wrap: bool = True, checked: bool 
 def _value_over(dst, value, shape, mismatch):
     """``value`` as the put primitive takes it over the index space ``shape``: a numpy scalar of dst's dtype,
     or a tensor view broadcast over ``shape`` (a snapshot when it shares dst's memory)."""
-    from ..backends.cpu import cast, view_of
-
-    if P.is_tensor(value) and value.device != dst.device:
+    if is_tensor(value) and value.device != dst.device:
         if value.dim() == 0 and value.device.type == "cpu":
             value = view_of(value)
         else:
             value = value.to(dst.device)
-    if not P.is_tensor(value):
+    if not is_tensor(value):
         return cast(np.array(value), dst.dtype)[()]
     if value.dtype is not dst.dtype:  # the kernels move raw elements of dst's size
         value = value.to(dst.dtype)
@@ -114,9 +104,7 @@ def _value_over(dst, value, shape, mismatch):
 
 def _as_index(x, item):
     """An index entry as a tensor on ``x``'s device: lists and arrays convert, int32 widens to int64."""
-    if not P.is_tensor(item):
-        from .creation import tensor
-
+    if not is_tensor(item):
         item = tensor(item, device=x.device)
         if item.numel() == 0 and item.dtype.kind == "f":  # x[[]] selects nothing
             item = item.to(D.int64)
@@ -131,7 +119,6 @@ def _as_index(x, item):
 
 def _nonzero_raw(t):
     """(count, ndim) int64 coordinates of ``t``'s nonzero elements."""
-    Tensor = _tensor_cls()
     return backends.get(t.device).nonzero(t, lambda n: Tensor._empty((n, t.dim()), D.int64, t.device))
 
 
@@ -225,7 +212,7 @@ def index(x, indices):
     """``x[indices]`` for a list of index tensors (bool masks allowed) and None, one per leading dim of x."""
     indices, checked = _expand_indices(x, list(indices))
     if needs_graph(x):
-        return G.Index.apply(x, checked, *indices)
+        return Index.apply(x, checked, *indices)
     return _index(x, indices, checked)
 
 
@@ -238,7 +225,7 @@ def _index_put_raw(x, indices, values, accumulate: bool, checked: bool) -> None:
 
 
 def _index_put(x, indices, values, accumulate, in_place: bool):
-    if P.is_tensor(values) and values.dtype is not x.dtype:
+    if is_tensor(values) and values.dtype is not x.dtype:
         raise RuntimeError(
             f"Index put requires the source and destination dtypes match, got {x.dtype.scalar_name} for the "
             f"destination and {values.dtype.scalar_name} for the source."
@@ -247,8 +234,8 @@ def _index_put(x, indices, values, accumulate, in_place: bool):
     accumulate = bool(accumulate)
     if needs_graph(x, values):
         if in_place:
-            return inplace(x, lambda old: G.IndexPut.apply(old, values, accumulate, checked, *indices))
-        return G.IndexPut.apply(x, values, accumulate, checked, *indices)
+            return inplace(x, lambda old: IndexPut.apply(old, values, accumulate, checked, *indices))
+        return IndexPut.apply(x, values, accumulate, checked, *indices)
     out = x if in_place else x.clone()
     _index_put_raw(out, indices, values, accumulate, checked)
     return out
@@ -274,7 +261,7 @@ def _as_tuple(index) -> tuple:
     if isinstance(index, tuple):
         return index
     if isinstance(index, list) and len(index) < 32 and any(
-            it is None or it is Ellipsis or isinstance(it, (slice, list, tuple, np.ndarray)) or P.is_tensor(it)
+            it is None or it is Ellipsis or isinstance(it, (slice, list, tuple, np.ndarray)) or is_tensor(it)
             for it in index):
         warnings.warn(_SEQUENCE, UserWarning, stacklevel=user_stacklevel())
         return tuple(index)
@@ -291,7 +278,7 @@ def _classify(t, item):
         return "bool", bool(item), 0
     if isinstance(item, Integral):
         return "basic", int(item), 1
-    if not (P.is_tensor(item) or isinstance(item, (list, tuple, np.ndarray))):
+    if not (is_tensor(item) or isinstance(item, (list, tuple, np.ndarray))):
         raise IndexError(V._INVALID_INDEX.format(type(item).__name__))
     item = _as_index(t, item)
     if item.dim() == 0:  # a 0-dim integer tensor is an int; a 0-dim bool one acts like a Python bool
@@ -317,8 +304,6 @@ def _parse(t, index):
             elif not isinstance(it, int):
                 entries.append(None)
         elif kind == "bool":  # a new dim of size 1, of which the index keeps all or nothing
-            from .creation import tensor
-
             basic.append(None)
             entries.append(tensor([0] if it else [], dtype=D.int64, device=t.device))
         else:
@@ -343,7 +328,7 @@ def getitem(t, key):
 
 
 def _setitem_value(t, value):
-    if P.is_tensor(value):
+    if is_tensor(value):
         if value.dim() == 0 and value.device.type == "cpu" and not value.requires_grad:
             return value.item()
         return value if value.device == t.device else value.to(t.device)
@@ -360,7 +345,7 @@ def setitem(t, key, value) -> None:
     value = _setitem_value(t, value)
     target = _sliced(t, basic)
     adv = [e for e in entries if e is not None]
-    if len(adv) == 1 and adv[0].dtype in (D.bool, D.uint8) and (not P.is_tensor(value) or value.dim() == 0):
+    if len(adv) == 1 and adv[0].dtype in (D.bool, D.uint8) and (not is_tensor(value) or value.dim() == 0):
         # one mask and a number (or 0-dim tensor): an elementwise masked_fill_, without nonzero's read-back
         mask, d = adv[0], entries.index(adv[0])
         _check_mask(target, mask, d)
@@ -369,7 +354,7 @@ def setitem(t, key, value) -> None:
         mask = mask.reshape((1,) * d + mask._shape + (1,) * (target.dim() - d - mask.dim()))
         masked_fill_(target, mask if mask.dtype is D.bool else mask.to(D.bool), value)
         return
-    if P.is_tensor(value):  # PyTorch drops the value's leading size-1 dims before broadcasting it
+    if is_tensor(value):  # PyTorch drops the value's leading size-1 dims before broadcasting it
         lead = 0
         while lead < value.dim() and value._shape[lead] == 1:
             lead += 1
@@ -377,288 +362,18 @@ def setitem(t, key, value) -> None:
     index_put_(target, entries, value)
 
 
-# ---- gather / scatter -----------------------------------------------------------------------------
-
-
-def _index_arg(name: str, index, long_only: bool) -> None:
-    if not P.is_tensor(index):
-        raise TypeError(f"{name}(): argument 'index' must be Tensor, not {type(index).__name__}")
-    if index.dtype is not D.int64 and (long_only or index.dtype is not D.int32):
-        raise RuntimeError(f"{name}(): Expected dtype {'int64' if long_only else 'int32/int64'} for index")
-
-
-def _along(x, dim: int, index, src=None):
-    """gather/scatter's index space: ``index``'s shape; ``x`` read or written at ``index`` along ``dim``."""
-    x1, i1 = _atleast1(x), _atleast1(index)
-    strides = list(x1._strides)
-    strides[dim] = 0
-    base = _restride(x1, i1._shape, strides)
-    value = src
-    if P.is_tensor(src):
-        s1 = _atleast1(src.clone() if src._storage is x._storage else src)
-        value = _restride(s1, i1._shape, s1._strides)
-    return base, [(i1, x1._shape[dim], x1._strides[dim])], value
-
-
-def _gather(x, dim: int, index):
-    base, idx, _ = _along(x, dim, index)
-    out = _gather_raw(base, idx, _bounds(RuntimeError, dim), wrap=False)
-    return out if index.dim() else _restride(out, (), ())
-
-
-def gather(input, dim, index, *, sparse_grad=False):  # noqa: A002
-    """Values of ``input`` along ``dim`` at ``index``: ``out[i][j] = input[i][index[i][j]]`` for dim=1."""
-    _index_arg("gather", index, long_only=False)
-    d = V.wrap_dim(dim, input.dim())
-    if max(index.dim(), 1) != max(input.dim(), 1):
-        raise RuntimeError("Index tensor must have the same number of dimensions as input tensor")
-    for k in range(index.dim()):
-        if k != d and index._shape[k] > input._shape[k]:
-            raise RuntimeError(
-                f"Size does not match at dimension {k} expected index {list(index._shape)} to be no larger than "
-                f"self {list(input._shape)} apart from dimension {d}"
-            )
-    index = index.to(P.common_device([input, index]), D.int64)
-    if needs_graph(input):
-        return G.Gather.apply(input, d, index)
-    return _gather(input, d, index)
-
-
-def _scatter_checks(name, x, d, index, src) -> None:
-    _index_arg(name, index, long_only=True)
-    if P.is_tensor(src) and src.dtype is not x.dtype:
-        raise RuntimeError(f"{name}(): Expected self.dtype to be equal to src.dtype")
-    for what, t in (("self", x), ("src", src)):
-        if P.is_tensor(t) and max(index.dim(), 1) != max(t.dim(), 1):
-            raise RuntimeError(f"Index tensor must have the same number of dimensions as {what} tensor")
-    too_big = any(index._shape[k] > x._shape[k] for k in range(index.dim()) if k != d)
-    if P.is_tensor(src):
-        too_big = too_big or any(index._shape[k] > src._shape[k] for k in range(index.dim()))
-        if too_big:
-            raise RuntimeError(f"Expected index {list(index._shape)} to be no larger than self {list(x._shape)} apart "
-                               f"from dimension {d} and to be no larger size than src {list(src._shape)}")
-    elif too_big:
-        raise RuntimeError(f"Expected index {list(index._shape)} to be no larger than self {list(x._shape)} apart "
-                           f"from dimension {d}")
-
-
-def _scatter_raw(x, dim: int, index, src, mode: str) -> None:
-    V.check_no_internal_overlap(x)
-    base, idx, value = _along(x, dim, index, src)
-    if not P.is_tensor(value):
-        value = _value_over(x, value, (), str)
-    _put_raw(base, value, idx, mode, _bounds(RuntimeError, dim), wrap=False)
-
-
-_REDUCE_MODES = {None: "store", "add": "add", "multiply": "mul"}
-
-
-def _scatter(name, x, dim, index, src, reduce, in_place: bool):
-    if reduce not in _REDUCE_MODES:
-        raise RuntimeError("reduce argument must be either add or multiply.")
-    d = V.wrap_dim(dim, x.dim())
-    _scatter_checks(name, x, d, index, src)
-    if index.numel() == 0:
-        return x if in_place else x.clone()
-    index = index.to(x.device)
-    if P.is_tensor(src):
-        P.common_device([x, index, src])
-    fn = G.ScatterAdd if name == "scatter_add" else G.Scatter if P.is_tensor(src) else G.ScatterValue
-    if needs_graph(x, src):
-        if in_place:
-            return inplace(x, lambda old: fn.apply(old, d, index, src, reduce))
-        return fn.apply(x, d, index, src, reduce)
-    out = x if in_place else x.clone()
-    _scatter_raw(out, d, index, src, _REDUCE_MODES[reduce])
-    return out
-
-
-def _scatter_src(src, value):
-    src = value if src is None else src
-    if src is None:
-        raise TypeError("scatter() missing required argument 'src' (or 'value')")
-    return src
-
-
-def scatter(input, dim, index, src=None, *, value=None, reduce=None):  # noqa: A002
-    """A copy of ``input`` with ``src`` (a tensor or a number) written along ``dim`` at ``index``;
-    ``reduce='add'`` / ``'multiply'`` combine with what is there instead."""
-    return _scatter("scatter", input, dim, index, _scatter_src(src, value), reduce, in_place=False)
-
-
-def scatter_(input, dim, index, src=None, *, value=None, reduce=None):  # noqa: A002
-    return _scatter("scatter", input, dim, index, _scatter_src(src, value), reduce, in_place=True)
-
-
-def scatter_add(input, dim, index, src):  # noqa: A002
-    """A copy of ``input`` with ``src`` added along ``dim`` at ``index``; duplicate indices all count."""
-    return _scatter("scatter_add", input, dim, index, src, "add", in_place=False)
-
-
-def scatter_add_(input, dim, index, src):  # noqa: A002
-    return _scatter("scatter_add", input, dim, index, src, "add", in_place=True)
-
-
-def take_along_dim(input, indices, dim=None):  # noqa: A002
-    """``gather`` after broadcasting ``input`` and ``indices`` against each other outside ``dim``; negative
-    indices count from the end. Without ``dim``, both are flattened."""
-    if not P.is_tensor(indices) or indices.dtype is not D.int64:
-        got = indices.dtype.scalar_name if P.is_tensor(indices) else type(indices).__name__
-        raise RuntimeError(f"torch.take_along_dim(): dtype of indices should be Long but got {got}")
-    if dim is None:
-        input, indices, d = input.reshape(-1), indices.reshape(-1), 0
-    else:
-        if input.dim() != indices.dim():
-            raise RuntimeError(
-                "torch.take_along_dim(): input and indices should have the same number of dimensions, but got "
-                f"{input.dim()} dimensions for input, and {indices.dim()} dimensions for indices"
-            )
-        d = V.wrap_dim(dim, input.dim())
-        if input.dim():
-            isz, xsz = list(input._shape), list(indices._shape)
-            isz[d], xsz[d] = indices._shape[d], input._shape[d]
-            indices = indices.expand(V.broadcast_shapes(isz, indices._shape))
-            input = input.expand(V.broadcast_shapes(xsz, input._shape))
-    size = input._shape[d] if input.dim() else 1
-    indices = P.apply("where", indices < 0, indices + size, indices)
-    return gather(input, d, indices)
-
-
-# ---- along one dim with a vector of indices ------------------------------------------------------
-
-
-def _vector_index(name: str, index) -> None:
-    if not P.is_tensor(index):
-        raise TypeError(f"{name}(): argument 'index' must be Tensor, not {type(index).__name__}")
-    if index.dim() > 1:
-        raise IndexError(f"{name}(): Index is supposed to be a vector")
-    if index.dtype not in (D.int64, D.int32):
-        raise RuntimeError(f"{name}(): Expected dtype int32 or int64 for index")
-
-
-def _slab(x, dim: int, index):
-    """index_select/index_add/index_fill's index space: ``x``'s shape with ``dim`` as long as ``index``."""
-    x1, i1 = _atleast1(x), _atleast1(index).reshape(-1)
-    shape, strides, istr = list(x1._shape), list(x1._strides), [0] * x1.dim()
-    shape[dim], strides[dim], istr[dim] = i1._shape[0], 0, i1._strides[0]
-    return shape, _restride(x1, shape, strides), [(_restride(i1, shape, istr), x1._shape[dim], x1._strides[dim])]
-
-
-def _index_select(x, dim: int, index):
-    _, base, idx = _slab(x, dim, index)
-    out = _gather_raw(base, idx, _bounds(IndexError, dim), wrap=False)
-    return out if x.dim() else _restride(out, (), ())
-
-
-def index_select(input, dim, index):  # noqa: A002
-    """The entries of ``input`` at ``index`` (a vector) along ``dim``: ``x.index_select(0, rows)``."""
-    _vector_index("index_select", index)
-    d = V.wrap_dim(dim, input.dim())
-    if input.dim() == 0 and index.numel() != 1:
-        raise IndexError(f"index_select(): Index to scalar can have only 1 value, got {index.numel()} value(s)")
-    index = index.to(P.common_device([input, index]), D.int64)
-    if needs_graph(input):
-        return G.IndexSelect.apply(input, d, index)
-    return _index_select(input, d, index)
-
-
-def _index_add_checks(x, d: int, index, source) -> None:
-    _vector_index("index_add_", index)
-    if source.dtype is not x.dtype:
-        raise RuntimeError(f"index_add_(): self ({x.dtype.scalar_name}) and source ({source.dtype.scalar_name}) "
-                           "must have the same scalar type")
-    count = source._shape[d] if source.dim() else 1
-    if index.numel() != count:
-        raise RuntimeError(f"index_add_(): Number of indices ({index.numel()}) should be equal to source.size(dim): "
-                           f"({count}), for dim: {d}")
-    for k in range(x.dim()):
-        if k != d and (source.dim() != x.dim() or source._shape[k] != x._shape[k]):
-            raise RuntimeError("index_add_(): Source/destination tensor must have same slice shapes. Destination slice "
-                               f"shape: {list(x._shape)} and source slice shape: {list(source._shape)} at dimension {k}.")
-
-
-def _index_add_raw(x, dim: int, index, source) -> None:
-    V.check_no_internal_overlap(x)
-    shape, base, idx = _slab(x, dim, index)
-    value = _value_over(x, _atleast1(source), shape, str)
-    # PyTorch's cpu kernel raises IndexError for a 0-d or 1-d self and RuntimeError for more dims
-    _put_raw(base, value, idx, "add", _bounds(IndexError if x.dim() <= 1 else RuntimeError, dim), wrap=False)
-
-
-def _index_add(x, dim, index, source, alpha, in_place: bool):
-    d = V.wrap_dim(dim, x.dim())
-    _index_add_checks(x, d, index, source)
-    index = index.to(P.common_device([x, index, source]), D.int64)
-    if alpha != 1:
-        if source.dtype.kind != "f" and not isinstance(alpha, Integral):
-            raise RuntimeError("For integral input tensors, argument alpha must not be a floating point number.")
-        source = source * alpha
-    if needs_graph(x, source):
-        if in_place:
-            return inplace(x, lambda old: G.IndexAdd.apply(old, d, index, source))
-        return G.IndexAdd.apply(x, d, index, source)
-    out = x if in_place else x.clone()
-    _index_add_raw(out, d, index, source)
-    return out
-
-
-def index_add(input, dim, index, source, *, alpha=1):  # noqa: A002
-    """A copy of ``input`` with ``alpha * source`` added at ``index`` along ``dim``; duplicates all count."""
-    return _index_add(input, dim, index, source, alpha, in_place=False)
-
-
-def index_add_(input, dim, index, source, *, alpha=1):  # noqa: A002
-    return _index_add(input, dim, index, source, alpha, in_place=True)
-
-
-def _index_fill_raw(x, dim: int, index, value) -> None:
-    V.check_no_internal_overlap(x)
-    shape, base, idx = _slab(x, dim, index)
-    _put_raw(base, _value_over(x, value, shape, str), idx, "store", _bounds(IndexError, dim))
-
-
-def _index_fill(x, dim, index, value, in_place: bool):
-    _vector_index("index_fill_", index)
-    if P.is_tensor(value) and value.dim():
-        raise IndexError(f"index_fill_ only supports a 0-dimensional value tensor, but got tensor with {value.dim()} "
-                         "dimension(s).")
-    from .creation import check_fill_value
-
-    check_fill_value(value, x.dtype)
-    d = V.wrap_dim(dim, x.dim())
-    index = index.to(x.device, D.int64)
-    if needs_graph(x, value):
-        if in_place:
-            return inplace(x, lambda old: G.IndexFill.apply(old, d, index, value))
-        return G.IndexFill.apply(x, d, index, value)
-    out = x if in_place else x.clone()
-    _index_fill_raw(out, d, index, value)
-    return out
-
-
-def index_fill(input, dim, index, value):  # noqa: A002
-    """A copy of ``input`` with the entries at ``index`` along ``dim`` set to ``value`` (negative indices wrap)."""
-    return _index_fill(input, dim, index, value, in_place=False)
-
-
-def index_fill_(input, dim, index, value):  # noqa: A002
-    return _index_fill(input, dim, index, value, in_place=True)
-
-
 # ---- masks ----------------------------------------------------------------------------------------
 
 
 def _fill_checks(x, mask, value) -> None:
-    if not P.is_tensor(mask) or mask.dtype is not D.bool:
-        got = _CPP_NAMES[mask.dtype.name] if P.is_tensor(mask) else type(mask).__name__
+    if not is_tensor(mask) or mask.dtype is not D.bool:
+        got = mask.dtype.cpp_name if is_tensor(mask) else type(mask).__name__
         raise RuntimeError(f"masked_fill_ only supports boolean masks, but got mask with dtype {got}")
-    if P.is_tensor(value) and value.dim():
+    if is_tensor(value) and value.dim():
         raise RuntimeError(f"masked_fill_ only supports a 0-dimensional value tensor, but got tensor with "
                            f"{value.dim()} dimension(s).")
-    if not P.is_tensor(value) and not isinstance(value, (Number, np.number, np.bool_)):
+    if not is_tensor(value) and not isinstance(value, (Number, np.number, np.bool_)):
         raise TypeError(f"masked_fill(): argument 'value' must be Number or Tensor, not {type(value).__name__}")
-    from .creation import check_fill_value
-
     check_fill_value(value, x.dtype)
 
 
@@ -670,7 +385,7 @@ def masked_fill(input, mask, value):  # noqa: A002
     """``value`` where ``mask`` (bool, broadcast) is true, else ``input``: ``x.masked_fill(x < 0, 0)``."""
     _fill_checks(input, mask, value)
     if needs_graph(input, value):
-        return (G.MaskedFillTensor if P.is_tensor(value) else G.MaskedFill).apply(input, mask, value)
+        return (MaskedFillTensor if is_tensor(value) else MaskedFill).apply(input, mask, value)
     return _masked_fill_raw(input, mask, value)
 
 
@@ -692,46 +407,109 @@ def _masked_select(x, mask):
 
 def masked_select(input, mask):  # noqa: A002
     """The elements of ``input`` where ``mask`` is true (both broadcast), as a 1-D tensor."""
-    if not P.is_tensor(mask) or mask.dtype is not D.bool:
+    if not is_tensor(mask) or mask.dtype is not D.bool:
         raise RuntimeError("masked_select: expected BoolTensor for mask")
     P.common_device([input, mask])
     if needs_graph(input):
-        return G.MaskedSelect.apply(input, mask)
+        return MaskedSelect.apply(input, mask)
     return _masked_select(input, mask)[0]
 
 
-def nonzero(input, *, as_tuple=False):  # noqa: A002
-    """Coordinates of the nonzero elements, one row each (``as_tuple``: one 1-D tensor per dim)."""
-    coords = _nonzero_raw(input)
-    if not as_tuple:
-        return coords
-    if input.dim() == 0:  # a 0-dim tensor counts as one element here
-        from .creation import zeros
-
-        return (zeros(coords._shape[0], dtype=D.int64, device=input.device),)
-    return tuple(_restride(coords, coords._shape[:1], coords._strides[:1], coords._offset + d)
-                 for d in range(input.dim()))
+# ---- autograd: one Function per op, with PyTorch's node names; backward in clgrad ops (double backward works)
 
 
-def argwhere(input):  # noqa: A002
-    """``nonzero(input)``: one row of coordinates per nonzero element."""
-    return nonzero(input)
+def _reduce_to(g, shape):
+    """Sum a gradient over the dims broadcasting added (after dropping the value's leading 1s, as setitem)."""
+    shape = tuple(shape)
+    strip = shape
+    while len(strip) > g.dim() and strip[0] == 1:
+        strip = strip[1:]
+    lead = g.dim() - len(strip)
+    dims = tuple(range(lead)) + tuple(lead + i for i, n in enumerate(strip) if n == 1 and g._shape[lead + i] != 1)
+    if dims:
+        g = g.sum(dim=dims, keepdim=True)
+    return g.reshape(shape) if tuple(g._shape) != shape else g
 
 
-def where(condition, input=None, other=None):  # noqa: A002
-    """``where(cond)`` is ``nonzero(cond, as_tuple=True)``; ``where(cond, x, y)`` picks elementwise."""
-    if input is None and other is None:
-        return nonzero(condition, as_tuple=True)
-    from .math import where as choose
+class Index(Function):
+    node_name = "IndexBackward0"
 
-    return choose(condition, input, other)
+    @staticmethod
+    def forward(ctx, x, checked, *indices):
+        ctx.meta = (x._shape, x.dtype, x.device)
+        _save_indices(ctx, indices)
+        return _index(x, list(indices), checked)
+
+    @staticmethod
+    def backward(ctx, grad):
+        shape, dt, dev = ctx.meta
+        indices = _saved_indices(ctx)
+        g = index_put(zeros(shape, dtype=dt, device=dev), indices, grad, accumulate=True)
+        return (g, None) + (None,) * len(indices)
+
+
+class IndexPut(Function):
+    node_name = "IndexPutBackward0"
+
+    @staticmethod
+    def forward(ctx, x, values, accumulate, checked, *indices):
+        ctx.accumulate = accumulate
+        ctx.vshape = values._shape if is_tensor(values) else None
+        _save_indices(ctx, indices)
+        out = x.clone()
+        _index_put_raw(out, list(indices), values, accumulate, checked)
+        return out
+
+    @staticmethod
+    def backward(ctx, grad):
+        indices = _saved_indices(ctx)
+        gx = gv = None
+        if ctx.needs_input_grad[0]:
+            gx = grad if ctx.accumulate else index_put(grad, indices, _zeros((), grad))
+        if ctx.needs_input_grad[1]:
+            gv = _reduce_to(index(grad, indices), ctx.vshape)
+        return (gx, gv, None, None) + (None,) * len(indices)
+
+
+class MaskedFill(Function):
+    node_name = "MaskedFillBackward0"
+
+    @staticmethod
+    def forward(ctx, x, mask, value):
+        ctx.save_for_backward(mask)
+        return _masked_fill_raw(x, mask, value)
+
+    @staticmethod
+    def backward(ctx, grad):
+        (mask,) = ctx.saved_tensors
+        gv = P.apply("where", mask, grad, 0.0).sum() if ctx.needs_input_grad[2] else None
+        return masked_fill(grad, mask, 0), None, gv
+
+
+class MaskedFillTensor(MaskedFill):
+    node_name = "MaskedFillBackward1"
+
+
+class MaskedSelect(Function):
+    node_name = "MaskedSelectBackward0"
+
+    @staticmethod
+    def forward(ctx, x, mask):
+        out, indices, shape = _masked_select(x, mask)
+        ctx.meta = shape
+        _save_indices(ctx, indices)
+        return out
+
+    @staticmethod
+    def backward(ctx, grad):
+        shape = ctx.meta
+        g = index_put(_zeros(shape or (1,), grad), _saved_indices(ctx), grad)
+        return (g if shape else g.reshape(())), None
 
 
 def install(T) -> None:
     """Attach this module's ops to Tensor as methods."""
-    for fn in (gather, scatter, scatter_, scatter_add, scatter_add_, index_select, index_add, index_add_,
-               index_put, index_put_, index_fill, index_fill_, masked_fill, masked_fill_, masked_select,
-               nonzero, argwhere, take_along_dim):
+    for fn in (index_put, index_put_, masked_fill, masked_fill_, masked_select):
         setattr(T, fn.__name__, fn)
 
 

@@ -1,10 +1,28 @@
 """Tensor methods and operators. Each is a one-line delegation to a function in ``clgrad.ops``."""
 from __future__ import annotations
 
+from .. import random
+from ..autograd import variable
 from ..autograd.graph import needs_graph
+from ..tensor import is_tensor
+from . import (
+    conv,
+    copy,
+    creation,
+    gather,
+    indexing,
+    joins,
+    linalg,
+    nnops,
+    norms,
+    pooling,
+    rearrange,
+    reduction,
+    scans,
+    stats,
+)
 from . import functions as F
 from . import math as M
-from . import pointwise as P
 from . import shape as S
 from . import views as V
 
@@ -19,7 +37,7 @@ _OPERAND = (int, float, bool)
 
 
 def _is_operand(x) -> bool:
-    return P.is_tensor(x) or isinstance(x, _OPERAND)
+    return is_tensor(x) or isinstance(x, _OPERAND)
 
 
 def _forward(name):
@@ -92,10 +110,14 @@ def _expand(self, *sizes):
 
 
 def install(T) -> None:
-    from .. import random
-    from . import conv, indexing, joins, linalg, nnops, reduction, scans
+    variable.install(T)  # grad_fn, backward, hooks
+    T.__init__ = creation.legacy_init
+    T.__reduce_ex__ = creation.reduce_ex
+    for fn in (creation.new_empty, creation.new_zeros, creation.new_ones, creation.new_full, creation.new_tensor,
+               copy.to, copy.copy_, copy.clone, copy.contiguous, copy.fill_, copy.zero_):
+        setattr(T, fn.__name__, fn)
 
-    for module in (reduction, linalg, random, indexing, joins, scans, conv, nnops):
+    for module in (reduction, linalg, random, indexing, gather, joins, rearrange, scans, stats, conv, pooling, nnops, norms):
         module.install(T)
 
     # views: raw shape arithmetic, or a Function when autograd records

@@ -6,7 +6,8 @@ from ..autograd.graph import needs_graph
 from . import pointwise as P
 from . import shape as S
 from .guard import tensor_first
-from .joins import _copy, _flip_view, _new, cat, flip
+from .joins import _copy, _new, cat
+from .rearrange import _flip_view, flip
 
 FUNCTIONAL = ["pad"]
 

@@ -2,6 +2,10 @@
 
 Every op checks its arguments, allocates a contiguous result of the input's shape with 1 on the
 reduced dims, and makes one ``reduce`` primitive call; dropping the reduced dims is then a free view.
+
+Under autograd each op is a Function whose forward is the raw op. Gradients are broadcast back over the reduced
+dims; ties follow PyTorch: ``max(x, dim)`` sends the gradient to the returned index, ``max(x)``/``amax`` share
+it evenly among the tied elements.
 """
 from __future__ import annotations
 
@@ -9,16 +13,17 @@ import math
 
 from .. import backends
 from .. import dtypes as D
+from ..autograd.function import Function, variant
 from ..autograd.graph import needs_graph
-from . import reduce_grad as G
+from ..tensor import Tensor, is_tensor
+from .creation import arange
 from .guard import tensor_first
+from .math import FUNCS
+from .pointwise import apply
 from .views import contiguous_strides, wrap_dim
 
 __all__ = ["sum", "mean", "prod", "max", "min", "amax", "amin", "argmax", "argmin", "all", "any"]
 
-# torch's ScalarType names, which its error messages use
-_TORCH_NAMES = {"bool": "Bool", "uint8": "Byte", "int8": "Char", "int16": "Short", "int32": "Int", "int64": "Long",
-                "float16": "Half", "float32": "Float", "float64": "Double"}
 
 
 class _ReturnType(tuple):
@@ -80,8 +85,6 @@ def _check_nonempty(name: str, t, dims, *, specified: bool, exc=RuntimeError, hi
 
 def _run(op: str, t, dims: tuple, keepdim: bool, out_dtype: D.dtype, with_idx: bool = False):
     """One ``reduce`` primitive call; returns (values, indices or None) with the reduced dims dropped unless keepdim."""
-    from ..tensor import Tensor
-
     kept = tuple(1 if d in dims else n for d, n in enumerate(t.shape))
     out = Tensor._empty(kept, out_dtype, t.device)
     idx = Tensor._empty(kept, D.int64, t.device) if with_idx else None
@@ -103,7 +106,11 @@ def sum(input, dim=None, keepdim=False, *, dtype=None):  # noqa: A001 - torch's 
     >>> clgrad.sum(clgrad.tensor([[1, 2], [3, 4]]), dim=0)  # tensor([4, 6])
     """
     if needs_graph(input):
-        return G.Sum.apply(input, dim, keepdim, dtype)
+        return Sum.apply(input, dim, keepdim, dtype)
+    return _sum(input, dim, keepdim, dtype)
+
+
+def _sum(input, dim, keepdim, dtype):
     dims = _dims("sum", input, dim)
     input = _cast(input, dtype)
     out_dt = input.dtype if dtype is not None or input.dtype.kind == "f" else D.int64
@@ -113,34 +120,38 @@ def sum(input, dim=None, keepdim=False, *, dtype=None):  # noqa: A001 - torch's 
 def mean(input, dim=None, keepdim=False, *, dtype=None):
     """Arithmetic mean over ``dim``; floating inputs only (float16 accumulates in float32)."""
     if needs_graph(input):
-        return G.Mean.apply(input, dim, keepdim, dtype)
+        return Mean.apply(input, dim, keepdim, dtype)
+    return _mean(input, dim, keepdim, dtype)
+
+
+def _mean(input, dim, keepdim, dtype):
     dims = _dims("mean", input, dim)
     dt = input.dtype if dtype is None else D.as_dtype(dtype)
     if dt.kind != "f":
         which = "Input" if dtype is None else "Optional"
         raise RuntimeError(
             f"mean(): could not infer output dtype. {which} dtype must be either a floating point or complex dtype. "
-            f"Got: {_TORCH_NAMES[dt.name]}"
+            f"Got: {dt.scalar_name}"
         )
     input = _cast(input, dtype)
     total = _run("sum", input, dims, keepdim, D.float32 if dt is D.float16 else dt)[0]
     count = math.prod(input.shape[d] for d in dims)
-    from .pointwise import apply
-
     out = total if dt is total.dtype else _empty_like(total, dt)
     return apply("div", total, count, out=out)  # 0 / 0 makes an empty mean nan, as in torch
 
 
 def _empty_like(t, dt):
-    from ..tensor import Tensor
-
     return Tensor._empty(t.shape, dt, t.device)
 
 
 def prod(input, dim=None, keepdim=False, *, dtype=None):
     """Product over ``dim`` (an int) or of all elements; bool and integer inputs give int64."""
     if needs_graph(input):
-        return G.Prod.apply(input, dim, keepdim, dtype)
+        return Prod.apply(input, dim, keepdim, dtype)
+    return _prod(input, dim, keepdim, dtype)
+
+
+def _prod(input, dim, keepdim, dtype):
     dims = _dims("prod", input, dim, tuple_ok=False)
     input = _cast(input, dtype)
     out_dt = input.dtype if dtype is not None or input.dtype.kind == "f" else D.int64
@@ -148,15 +159,16 @@ def prod(input, dim=None, keepdim=False, *, dtype=None):
 
 
 def _max_min(name: str, input, dim, keepdim, other):
-    from .math import FUNCS
-    from .pointwise import is_tensor
-
     if other is not None or is_tensor(dim):
         return FUNCS["maximum" if name == "max" else "minimum"](input, dim if other is None else other)
     if needs_graph(input):
         if dim is None:
-            return G.MaxMinAll.apply(input, name, None, False)
-        return RETURN_TYPES[name](*G.MaxMinDim.apply(input, name, dim, keepdim))
+            return MaxMinAll.apply(input, name, None, False)
+        return RETURN_TYPES[name](*MaxMinDim.apply(input, name, dim, keepdim))
+    return _max_min_raw(name, input, dim, keepdim)
+
+
+def _max_min_raw(name: str, input, dim, keepdim):
     if dim is None:
         if keepdim:
             raise TypeError(f"{name}() received an invalid combination of arguments - got (keepdim=bool, ): "
@@ -181,7 +193,11 @@ def min(input, dim=None, keepdim=False, *, other=None):  # noqa: A001 - torch's 
 
 def _amax_amin(name: str, input, dim, keepdim):
     if needs_graph(input):
-        return G.MaxMinAll.apply(input, name, dim, keepdim)
+        return MaxMinAll.apply(input, name, dim, keepdim)
+    return _amax_amin_raw(name, input, dim, keepdim)
+
+
+def _amax_amin_raw(name: str, input, dim, keepdim):
     dims = _dims(name, input, dim)
     _check_nonempty(name, input, _as_tuple(dim), specified=bool(_as_tuple(dim)))
     return _run(name[1:], input, dims, keepdim, input.dtype)[0]
@@ -234,6 +250,156 @@ def all(input, dim=None, keepdim=False):  # noqa: A001 - torch's name
 def any(input, dim=None, keepdim=False):  # noqa: A001 - torch's name
     """Whether any element over ``dim`` (int, tuple or None) is nonzero."""
     return _all_any("any", input, dim, keepdim)
+
+
+# ---- autograd: each reduction a Function whose forward is the raw op above ----------------------
+
+_apply = Function.apply.__func__
+
+
+# PyTorch names a reduction over all elements and one over ``dim`` apart (``SumBackward0`` /
+# ``SumBackward1``), and ``min`` apart from ``max``: ``variant`` gives the class with the other node name.
+def _over_dim(dim) -> bool:
+    return dim is not None and dim != () and dim != []
+
+
+def _dims_of(x, dim) -> tuple:
+    if dim is None or dim == ():
+        return tuple(range(x.dim()))
+    dims = dim if isinstance(dim, (tuple, list)) else (dim,)
+    return tuple(sorted(wrap_dim(d, x.dim()) for d in dims))
+
+
+def _unreduce(grad, shape, dims, keepdim):
+    """Broadcast a reduced gradient back to ``shape``."""
+    if not keepdim:
+        for d in dims:
+            grad = grad.unsqueeze(d)
+    return grad.expand(shape)
+
+
+class Sum(Function):
+    node_name = "SumBackward0"
+
+    @classmethod
+    def apply(cls, x, dim, keepdim, dtype):
+        return _apply(variant(cls, "SumBackward1") if _over_dim(dim) else cls, x, dim, keepdim, dtype)
+
+    @staticmethod
+    def forward(ctx, x, dim, keepdim, dtype):
+        ctx.meta = (x.shape, x.dtype, _dims_of(x, dim), keepdim)
+        return _sum(x, dim, keepdim, dtype)
+
+    @staticmethod
+    def backward(ctx, grad):
+        shape, dt, dims, keepdim = ctx.meta
+        return _unreduce(grad, shape, dims, keepdim).to(dt), None, None, None
+
+
+class Mean(Function):
+    node_name = "MeanBackward0"
+
+    @classmethod
+    def apply(cls, x, dim, keepdim, dtype):
+        return _apply(variant(cls, "MeanBackward1") if _over_dim(dim) else cls, x, dim, keepdim, dtype)
+
+    @staticmethod
+    def forward(ctx, x, dim, keepdim, dtype):
+        dims = _dims_of(x, dim)
+        count = 1
+        for d in dims:
+            count *= x.shape[d]
+        ctx.meta = (x.shape, x.dtype, dims, keepdim, count)
+        return _mean(x, dim, keepdim, dtype)
+
+    @staticmethod
+    def backward(ctx, grad):
+        shape, dt, dims, keepdim, count = ctx.meta
+        return (_unreduce(grad, shape, dims, keepdim) / count).to(dt), None, None, None
+
+
+class Prod(Function):
+    node_name = "ProdBackward0"
+
+    @classmethod
+    def apply(cls, x, dim, keepdim, dtype):
+        return _apply(variant(cls, "ProdBackward1") if dim is not None else cls, x, dim, keepdim, dtype)
+
+    @staticmethod
+    def forward(ctx, x, dim, keepdim, dtype):
+        ctx.meta = (_dims_of(x, dim), keepdim)
+        ctx.save_for_backward(x)
+        return _prod(x, dim, keepdim, dtype)
+
+    @staticmethod
+    def backward(ctx, grad):
+        (x,) = ctx.saved_tensors
+        dims, keepdim = ctx.meta
+        # zero-safe: the product of the *other* elements, without dividing by zero
+        nonzero = x != 0
+        x1 = x.where(nonzero, 1.0)
+        p1 = x1.prod(dim=dims[0], keepdim=True) if len(dims) == 1 else x1.reshape(-1).prod().reshape([1] * x.dim())
+        zeros = (~nonzero).sum(dim=dims, keepdim=True)
+        local = (p1 / x1).where(zeros == 0, 0.0).where(nonzero, p1.where(zeros == 1, 0.0).expand(x.shape))
+        return _unreduce(grad, x.shape, dims, keepdim) * local, None, None, None
+
+
+class MaxMinDim(Function):
+    """``max(x, dim)`` / ``min(x, dim)``: values and indices; the gradient goes to the indices."""
+
+    node_name = "MaxBackward0"
+
+    @classmethod
+    def apply(cls, x, name, dim, keepdim):
+        return _apply(variant(cls, "MinBackward0") if name == "min" else cls, x, name, dim, keepdim)
+
+    @staticmethod
+    def forward(ctx, x, name, dim, keepdim):
+        values, indices = _max_min_raw(name, x, dim, keepdim)
+        ctx.meta = (x.shape, wrap_dim(dim, x.dim()), keepdim)
+        ctx.save_for_backward(indices)
+        ctx.mark_non_differentiable(indices)
+        return values, indices
+
+    @staticmethod
+    def backward(ctx, grad, _grad_indices=None):
+        (indices,) = ctx.saved_tensors
+        shape, d, keepdim = ctx.meta
+        if not keepdim:
+            grad, indices = grad.unsqueeze(d), indices.unsqueeze(d)
+        positions = arange(shape[d], device=grad.device).reshape([-1 if i == d else 1 for i in range(len(shape))])
+        return grad * (positions == indices), None, None, None
+
+
+class MaxMinAll(Function):
+    """``max(x)``, ``amax``/``amin``: the gradient is shared evenly among tied extreme elements."""
+
+    node_name = "AmaxBackward0"
+
+    @classmethod
+    def apply(cls, x, name, dim, keepdim):
+        node = {"max": "MaxBackward1", "min": "MinBackward1", "amin": "AminBackward0"}.get(name)
+        return _apply(variant(cls, node) if node else cls, x, name, dim, keepdim)
+
+    @staticmethod
+    def forward(ctx, x, name, dim, keepdim):
+        out = _max_min_raw(name, x, None, False) if name in ("max", "min") else _amax_amin_raw(name, x, dim, keepdim)
+        dims = _dims_of(x, None if name in ("max", "min") else dim)
+        ctx.meta = (dims, keepdim and name not in ("max", "min"))
+        ctx.nan_aware = name in ("max", "min")
+        ctx.save_for_backward(x, out)
+        return out
+
+    @staticmethod
+    def backward(ctx, grad):
+        x, out = ctx.saved_tensors
+        dims, keepdim = ctx.meta
+        extreme = _unreduce(out, x.shape, dims, keepdim)
+        hit = x == extreme
+        if ctx.nan_aware:  # max()/min() of all elements: a NaN result shares its gradient among the NaNs
+            hit = hit | (x.isnan() & extreme.isnan())
+        count = hit.sum(dim=dims, keepdim=True)
+        return _unreduce(grad, x.shape, dims, keepdim) * hit / count, None, None, None
 
 
 def install(T) -> None:

@@ -1,5 +1,5 @@
 """Resampling ops: ``interpolate`` (nearest, linear, bilinear, area) and ``unfold``/``fold``, forward and
-backward. Helpers and checks come from ``conv.py`` (imported as ``C``)."""
+backward. Helpers and checks come from ``conv.py`` (imported as ``C``), the adjoint-pair ops from ``pooling.py``."""
 from __future__ import annotations
 
 import math
@@ -7,6 +7,7 @@ import math
 from .. import dtypes as D
 from ..backends.cpu_conv import Window, interp_table
 from . import conv as C
+from . import pooling as Pool
 from .guard import tensor_first
 
 FUNCTIONAL = ["interpolate", "unfold", "fold"]
@@ -72,7 +73,7 @@ def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corne
         raise NotImplementedError(f"Input Error: Only 3D, 4D and 5D input Tensors supported (got {input.dim()}D) for "
                                   f"the modes: {_MODES} (got {mode})")
     if mode == "area":
-        return C.adaptive_avg_pool2d(input, out) if dims == 2 else C.adaptive_avg_pool1d(input, out)
+        return Pool.adaptive_avg_pool2d(input, out) if dims == 2 else Pool.adaptive_avg_pool1d(input, out)
     if mode not in ("nearest", "linear", "bilinear") or dims == 3 or antialias:
         raise NotImplementedError(f"interpolate: mode '{mode}' on {input.dim()}D input"
                                   f"{' with antialias' if antialias else ''} is not implemented in clgrad")
@@ -90,7 +91,7 @@ def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corne
     if dims == 1:
         tables.insert(0, interp_table(1, 1, None, linear, bool(align_corners), acc))
     key = {"nearest": "Nearest", "linear": "Linear", "bilinear": "Bilinear"}[mode] + f"{dims}D"
-    return C.UPSAMPLE[key].run(input, tuple(input.shape[:2]) + out, *tables)
+    return Pool.UPSAMPLE[key].run(input, tuple(input.shape[:2]) + out, *tables)
 
 
 # ---- unfold / fold (im2col / col2im as ops) -----------------------------------------------------
@@ -118,7 +119,7 @@ def unfold(input, kernel_size, dilation=1, padding=0, stride=1):
     C._check_float("im2col", input)
     win = _fold_window("unfold", kernel_size, dilation, padding, stride, tuple(input.shape[-2:]), 2)
     shape = tuple(input.shape[:-3]) + (input.shape[-3] * win.kh * win.kw, win.oh * win.ow)
-    return C.Im2Col.run(input, shape, win)
+    return Pool.Im2Col.run(input, shape, win)
 
 
 def fold(input, output_size, kernel_size, dilation=1, padding=0, stride=1):
@@ -141,7 +142,7 @@ def fold(input, output_size, kernel_size, dilation=1, padding=0, stride=1):
                            f"sliding blocks {win.oh} * {win.ow} = {win.oh * win.ow}, but got "
                            f"input.size(2)={input.shape[-1]}.")
     shape = tuple(input.shape[:-2]) + (rows // (win.kh * win.kw),) + size
-    return C.Col2Im.run(input, shape, win)
+    return Pool.Col2Im.run(input, shape, win)
 
 
 # a list or a number where a tensor belongs raises PyTorch's TypeError (see guard.py)

@@ -4,6 +4,9 @@ from __future__ import annotations
 import operator
 from numbers import Number
 
+from ..autograd.graph import needs_graph
+from ..tensor import is_tensor
+from . import indexing as I
 from . import views as V
 
 
@@ -160,9 +163,7 @@ def getitem(t, index):
     indices go to ``ops.indexing`` (advanced indexing copies, as in numpy and PyTorch)."""
     resolved = V.basic_index(t, index)
     if resolved is None:
-        from .indexing import getitem as advanced
-
-        return advanced(t, index)
+        return I.getitem(t, index)
     return t._view(*resolved)
 
 
@@ -171,14 +172,10 @@ def setitem(t, index, value):
     lists and bools among the indices go to ``ops.indexing``."""
     resolved = V.basic_index(t, index)
     if resolved is None:
-        from .indexing import setitem as advanced
-
-        return advanced(t, index, value)
-    from ..autograd.graph import needs_graph
-
+        return I.setitem(t, index, value)
     # a tensor in the graph is written through a tracked view, so even a number written in reaches autograd
     target = t[index] if needs_graph(t) else t._view(*resolved)
-    if hasattr(value, "_storage"):
+    if is_tensor(value):
         if value.dim() == 0 and value.device.type == "cpu" and not value.requires_grad:
             target.fill_(value.item())
             return

@@ -4,33 +4,8 @@ from __future__ import annotations
 import math
 from numbers import Integral
 
-
-def contiguous_strides(shape) -> tuple:
-    strides, acc = [], 1
-    for n in reversed(shape):
-        strides.append(acc)
-        acc *= max(n, 1)
-    return tuple(reversed(strides))
-
-
-def wrap_dim(dim, ndim: int, scalar_ok: bool = True) -> int:
-    """Normalise a possibly negative dim, with PyTorch's IndexError for an out-of-range one.
-
-    A 0-dim tensor accepts dims 0 and -1 as if it had one dim (``squeeze``, ``sum``), except where
-    PyTorch says it has none (``size(0)``, ``stride(0)``): pass ``scalar_ok=False`` there.
-    """
-    if type(dim) is not int and (not isinstance(dim, Integral) or isinstance(dim, bool)):  # the ABC check is slow
-        raise TypeError(f"dim must be an int, got {type(dim).__name__}")
-    if ndim == 0 and not scalar_ok:
-        raise IndexError(f"Dimension specified as {dim} but tensor has no dimensions")
-    n = max(ndim, 1)
-    if not -n <= dim < n:
-        raise IndexError(f"Dimension out of range (expected to be in range of [{-n}, {n - 1}], but got {dim})")
-    return int(dim) % n
-
-
-def _is_tensor(x) -> bool:
-    return hasattr(x, "_storage")
+from ..strides import contiguous_strides, dense_strides_like, is_non_overlapping_and_dense, wrap_dim  # noqa: F401
+from ..tensor import is_tensor
 
 
 def as_size(args, fn: str | None = None) -> tuple:
@@ -38,14 +13,14 @@ def as_size(args, fn: str | None = None) -> tuple:
 
     ``fn`` names the caller in the TypeError for a non-int entry, as PyTorch's argument parser does.
     """
-    if len(args) == 1 and not _is_tensor(args[0]) and hasattr(args[0], "__iter__"):
+    if len(args) == 1 and not is_tensor(args[0]) and hasattr(args[0], "__iter__"):
         args = tuple(args[0])
     out = []
     for a in args:
         if type(a) is int:
             out.append(a)
             continue
-        if _is_tensor(a) and a.numel() == 1 and a.dtype.kind in "iu":
+        if is_tensor(a) and a.numel() == 1 and a.dtype.kind in "iu":
             a = a.item()
         if not isinstance(a, Integral) or isinstance(a, bool):
             what = type(a).__name__
@@ -167,26 +142,6 @@ def expand_strides(shape, strides, new_shape, what: str = "Tensor"):
 # ---- memory overlap (PyTorch's MemOverlap.cpp) ---------------------------------------------
 
 
-def is_non_overlapping_and_dense(shape, strides) -> bool:
-    """Whether the elements fill a block of memory exactly once, in some dim order."""
-    if len(shape) == 1:
-        return shape[0] < 2 or strides[0] == 1
-    expect = 1
-    for st, n in sorted((st, n) for n, st in zip(shape, strides) if n != 1):
-        if st != expect:
-            return False
-        expect *= n
-    return True
-
-
-def dense_strides_like(shape, strides) -> tuple:
-    """The strides a ``*_like``, ``clone`` or ``to`` result gets (``torch.preserve_format``): the
-    input's own when it is dense and non-overlapping (a transpose stays a transpose), else contiguous."""
-    if math.prod(shape) and is_non_overlapping_and_dense(shape, strides):
-        return tuple(strides)
-    return contiguous_strides(shape)
-
-
 def check_no_internal_overlap(t) -> None:
     """Refuse to write into a tensor in which several elements share memory (an expanded tensor)."""
     if is_non_overlapping_and_dense(t._shape, t._strides):
@@ -232,7 +187,7 @@ def _index_item(item):
         return "advanced"
     if isinstance(item, Integral):
         return int(item)
-    if _is_tensor(item):
+    if is_tensor(item):
         # a 0-dim integer tensor indexes like the int it holds, as in PyTorch
         return int(item.item()) if item.dim() == 0 and item.dtype.kind in "iu" else "advanced"
     if isinstance(item, (list, tuple)) or hasattr(item, "__array__"):
