@@ -4,6 +4,7 @@ from __future__ import annotations
 import numpy as np
 
 from .. import dtypes as D
+from .common import cast, compute_np, expand, view_of
 
 
 class CPUMatmul:
@@ -13,8 +14,6 @@ class CPUMatmul:
         Same arithmetic as the OpenCL kernel: float16 accumulates in float32; integers wrap around in
         their own width (summed in uint64, whose wrap-around numpy defines, then truncated).
         """
-        from .cpu import cast, compute_np, view_of
-
         if out.numel() == 0:
             return
         dt = out.dtype
@@ -26,4 +25,4 @@ class CPUMatmul:
             result = np.matmul(x, y)
         np.copyto(view_of(out), cast(result, dt), casting="unsafe")
         if bias is not None:  # rounded to the output dtype first, then added, as the kernel's store does
-            self.elementwise("add", out, [out, bias.expand(out.shape)], dt)
+            self.elementwise("add", out, [out, expand(bias, out.shape)], dt)

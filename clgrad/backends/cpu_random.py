@@ -4,6 +4,7 @@ from __future__ import annotations
 import numpy as np
 
 from . import philox
+from .common import view_of
 
 
 class CPURandom:
@@ -12,8 +13,6 @@ class CPURandom:
 
         The numpy reference ``philox.sample`` defines the stream, so cpu and OpenCL results agree bit for bit.
         """
-        from .cpu import view_of  # cpu.py imports this module
-
         n = out.numel()
         if n == 0:
             return

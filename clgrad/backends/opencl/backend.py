@@ -1,15 +1,20 @@
 """The OpenCL backend: the primitives as launches of kernels rendered from ``clgrad/kernels``."""
 from __future__ import annotations
 
+import math
+
 import numpy as np
+import pyopencl as cl
 
 from ... import dtypes as D
 from ...device import device
-from ...storage import Storage
 from ...registry.elementwise import OPS, EwOp
+from ...storage import Storage
+from ..common import INT32_MAX, Desc, copy_compute, is_contiguous, is_scalar
 from . import programs, runtime
 from .conv import CLConv
 from .index import CLIndex
+from .launch import coalesce, is_contig, launch_size
 from .matmul import CLMatmul
 from .nn import CLNN, check_pending
 from .optim import CLOptim
@@ -18,57 +23,10 @@ from .reduce import CLReduce
 from .rnn import CLRNN
 from .scan import CLScan
 
-INT32_MAX = 2**31 - 1
 # numpy types of kernel scalar arguments, by the C type the kernel declares. Kernels are cached on their
 # render parameters, so a scalar's packing must follow from the C type alone (bool and uint8 share uchar).
 _SCALAR_NP = {"uchar": np.uint8, "char": np.int8, "short": np.int16, "int": np.int32, "long": np.int64,
               "float": np.float32, "double": np.float64, "bool": np.uint8}
-
-
-def coalesce(shape, strides_list):
-    """Drop size-1 dims and merge dims that are contiguous for every operand.
-
-    Returns (shape, strides_list) with as few dims as possible (at least one), so that kernels are
-    rendered for few distinct ``ndim`` values and index math stays cheap.
-    """
-    dims = [d for d, n in enumerate(shape) if n != 1]
-    new_shape = [shape[d] for d in dims] or [1]
-    new_strides = [[st[d] for d in dims] or [1] for st in strides_list]
-    d = len(new_shape) - 1
-    while d > 0:
-        if all(st[d - 1] == st[d] * new_shape[d] for st in new_strides):
-            new_shape[d - 1] *= new_shape[d]
-            del new_shape[d]
-            for st in new_strides:
-                st[d - 1] = st[d]
-                del st[d]
-        d -= 1
-    return new_shape, new_strides
-
-
-def _is_contig(shape, strides) -> bool:
-    expect = 1
-    for n, s in zip(reversed(shape), reversed(strides)):
-        if n != 1 and s != expect:
-            return False
-        expect *= n
-    return True
-
-
-SMALL_LAUNCH = 1 << 16
-
-
-def launch_size(dev: runtime.CLDevice, n: int, local: int = 256):
-    """One work-item per element. CPU devices pick their own local size (PoCL is fastest that way);
-    GPUs get a fixed work-group and a rounded-up global size (kernels guard the tail)."""
-    if dev.rank >= 2:
-        if n >= SMALL_LAUNCH:
-            return (n,), None
-        # small launches: one fixed work-group size and a guarded tail. PoCL generates a work-group function per
-        # local size, and left to choose it picks a different one for nearly every size
-        return (-(-n // 64) * 64,), (64,)
-    local = min(local, dev.props.max_work_group_size)
-    return (-(-n // local) * local,), (local,)
 
 
 _LAUNCHERS: dict = {}
@@ -135,8 +93,6 @@ class OpenCLBackend(CLReduce, CLMatmul, CLRandom, CLIndex, CLScan, CLConv, CLNN,
 
     def write(self, storage: Storage, host: np.ndarray, offset: int = 0) -> None:
         """Copy ``host`` (converted to the storage's dtype, C order) into the storage from element ``offset``."""
-        import pyopencl as cl
-
         if host.size == 0:
             return
         if offset < 0 or offset + host.size > storage.size:
@@ -150,10 +106,7 @@ class OpenCLBackend(CLReduce, CLMatmul, CLRandom, CLIndex, CLScan, CLConv, CLNN,
             cl.enqueue_copy(dev.queue, storage.data, data, dst_offset=offset * storage.dtype.itemsize, is_blocking=True)
 
     def read(self, t) -> np.ndarray:
-        import pyopencl as cl
-
-        if not t.is_contiguous():
-            t = t.contiguous()
+        t = self.contiguous(t)
         host = np.empty(t.shape, t.dtype.np)
         if programs.tracing is not None:
             programs.tracing.transfers += 1
@@ -164,6 +117,18 @@ class OpenCLBackend(CLReduce, CLMatmul, CLRandom, CLIndex, CLScan, CLConv, CLNN,
                                 is_blocking=True)
         check_pending()  # a deferred bounds check failed: raise before anyone uses what was computed
         return host
+
+    def scratch(self, d: device, dt: D.dtype, shape) -> Desc:
+        """A fresh contiguous descriptor of ``shape`` (a launcher's temporary)."""
+        return Desc(self.empty(d, dt, math.prod(shape)), shape)
+
+    def contiguous(self, t):
+        """``t`` itself when contiguous, else a contiguous copy (a descriptor)."""
+        if is_contiguous(t):
+            return t
+        copy = self.scratch(t.device, t.dtype, t.shape)
+        self.elementwise("identity", copy, [t], copy_compute(t.dtype, t.dtype))
+        return copy
 
     def synchronize(self, d: device | None = None) -> None:
         devs = [runtime.get(d.index)] if d is not None else runtime.devices()
@@ -184,10 +149,10 @@ class OpenCLBackend(CLReduce, CLMatmul, CLRandom, CLIndex, CLScan, CLConv, CLNN,
         Launchers are cached on exactly that, so the per-op Python work of a repeated op is filling in buffers,
         offsets and scalars: the kernel, its geometry and the layout arguments are worked out once.
         """
-        big = max([out.numel()] + [x._storage.size for x in inputs if hasattr(x, "_storage")]
+        big = max([out.numel()] + [x._storage.size for x in inputs if not is_scalar(x)]
                   + [out._storage.size]) > INT32_MAX
         key = (op, compute, out.dtype, out._shape, out._strides, big, out.device.index,
-               *[(x.dtype, x._strides) if hasattr(x, "_storage") else type(x) for x in inputs])
+               *[type(x) if is_scalar(x) else (x.dtype, x._strides) for x in inputs])
         launch = _LAUNCHERS.get(key)
         if launch is None:
             if len(_LAUNCHERS) >= _MAX_LAUNCHERS:
@@ -198,7 +163,7 @@ class OpenCLBackend(CLReduce, CLMatmul, CLRandom, CLIndex, CLScan, CLConv, CLNN,
     def fused_launcher(self, name: str, expr: str, prelude: tuple, out, inputs, compute: D.dtype):
         """A ``launch(out, inputs)`` of one generated kernel: ``prelude`` statements, then ``out = expr``, over up
         to 8 inputs (a..h, loaded in the compute type; broadcast views or Python scalars), ``out`` in ``compute``."""
-        big = max([out.numel(), out._storage.size] + [x._storage.size for x in inputs if hasattr(x, "_storage")]) \
+        big = max([out.numel(), out._storage.size] + [x._storage.size for x in inputs if not is_scalar(x)]) \
             > INT32_MAX
         fused = EwOp(len(inputs), expr, None)
         return self._build_launcher(name, out, inputs, compute, big, fused=(fused, prelude))
@@ -208,7 +173,7 @@ class OpenCLBackend(CLReduce, CLMatmul, CLRandom, CLIndex, CLScan, CLConv, CLNN,
         dev = self.dev(out)
         self.check_dtype(dev, compute)
         entry = OPS[op] if fused is None else fused[0]
-        tensors = [x for x in inputs if hasattr(x, "_storage")]
+        tensors = [x for x in inputs if not is_scalar(x)]
         shape, strides = coalesce(out.shape, [out._strides] + [x._strides for x in tensors])
         idx_np = np.int64 if big else np.int32
         compute_ctype = compute.compute_ctype
@@ -216,17 +181,17 @@ class OpenCLBackend(CLReduce, CLMatmul, CLRandom, CLIndex, CLScan, CLConv, CLNN,
 
         # values[slot] is filled per call: a buffer (and its offset at slot + 1), or a converted scalar
         arg_desc, arg_dtypes, values, slots = [], [None, idx_np], [None, 0], []
-        out_contig = _is_contig(shape, strides[0])
+        out_contig = is_contig(shape, strides[0])
         if not out_contig:
             arg_dtypes += [idx_np] * ndim
             values += strides[0]
         ti = 1
         for k, x in enumerate(inputs):
             load_t = "bool" if k in entry.bool_args else compute_ctype
-            if hasattr(x, "_storage"):
+            if not is_scalar(x):
                 st = strides[ti]
                 ti += 1
-                contig = _is_contig(shape, st)
+                contig = is_contig(shape, st)
                 arg_desc.append((False, x.dtype.ctype, load_t, contig))
                 slots.append((k, len(values), None))
                 arg_dtypes += [None, idx_np]

@@ -10,9 +10,10 @@ from __future__ import annotations
 import numpy as np
 
 from ... import dtypes as D
+from ..common import INT32_MAX, copy_compute, view
 from . import looplimit, programs
+from .launch import launch_size
 
-INT32_MAX = 2**31 - 1
 _BITS = {2: "ushort", 4: "uint", 8: "ulong"}  # im2col moves bits: no conversion, no fp64 needed
 _TABLES: dict = {}  # (device index, row table key, column table key, acc) -> (int table, weight table)
 _MAX_TABLES = 64
@@ -38,8 +39,6 @@ class CLConv:
         """Run kernel ``kind`` of ``template`` with one work-item per row. ``args`` holds buffers, ints of the
         index type, and np.int32 flags; ``reach`` bounds every element index the kernel forms; ``loops`` bounds the
         loop iterations of one work-item (a device with a loop limit refuses more: looplimit.py)."""
-        from .backend import launch_size
-
         if rows == 0:
             return
         self.check_dtype(dev, dt)
@@ -66,17 +65,13 @@ class CLConv:
 
     def _conv_acc(self, out):
         """Where a backward kernel writes: ``out`` itself, or a float32 temporary for a float16 ``out``."""
-        from ...tensor import Tensor
-
         if out.dtype is D.float16:
-            return Tensor._empty(out.shape, D.float32, out.device)
+            return self.scratch(out.device, D.float32, out.shape)
         return out
 
     def _conv_finish(self, out, acc) -> None:
         if acc is not out:
-            from ...ops.pointwise import cast_into
-
-            cast_into(out, acc)
+            self.elementwise("identity", out, [acc], copy_compute(acc.dtype, out.dtype))
 
     def im2col(self, cols, x, win) -> None:
         n, c, h, w = x.shape
@@ -98,8 +93,8 @@ class CLConv:
         rows, length = n * c, out.numel() // max(n * c, 1)
         budget = looplimit.budget(self.dev(out))
         if budget is not None and length > budget:  # planes too big to loop over (looplimit.py): a broadcast add
-            planes = out._view((n, c, length), (c * length, length, 1))
-            self.elementwise("add", planes, [planes, bias._view((n, c, length), (0, bias._strides[0], 0))], out.dtype)
+            planes = view(out, (n, c, length), (c * length, length, 1))
+            self.elementwise("add", planes, [planes, view(bias, (n, c, length), (0, bias._strides[0], 0))], out.dtype)
             return
         args = [_data(out), _data(bias), bias._offset, bias._strides[0], c, length, rows]
         self._conv_launch(self.dev(out), "conv", "bias", out.dtype, rows, args, max(out.numel(), bias._storage.size),
@@ -139,10 +134,8 @@ class CLConv:
 
     def _max_pool_scatter(self, acc, grad_out, indices, win) -> None:
         """max-pool's backward for disjoint windows on CPU devices: zero, then one work-item per output."""
-        from ...ops.pointwise import fill
-
         n, c, h, w = acc.shape
-        fill(acc, 0)
+        self.elementwise("identity", acc, [0], acc.dtype)
         if grad_out.numel() == 0:
             return
         dev = self.dev(acc)
@@ -197,9 +190,7 @@ class CLConv:
         if budget is not None and loops > budget and oh == ow == 1 and n * c:
             # a global average too big for one work-item's loop (looplimit.py): a sum, then the kernel's divisions
             acc = _acc(x.dtype)
-            from ...tensor import Tensor
-
-            total = Tensor._empty((n, c, 1, 1), acc, out.device)
+            total = self.scratch(out.device, acc, (n, c, 1, 1))
             self.reduce("sum", x, (2, 3), total)
             self.elementwise("div", total, [total, h], acc)
             self.elementwise("div", out, [total, w], acc)
@@ -222,8 +213,6 @@ class CLConv:
 
     def _conv_tables(self, device, th, tw, dt: D.dtype):
         """The device copies of two axes' interpolation tables, built once per device and geometry."""
-        from ...tensor import Tensor
-
         acc = _acc(dt)
         key = (str(device), th.key, tw.key, acc.name)
         found = _TABLES.get(key)
@@ -234,7 +223,7 @@ class CLConv:
             weights = np.concatenate([th.l0, th.l1, tw.l0, tw.l1]).astype(acc.np)
             found = []
             for host, d in ((ints, D.int32), (weights, acc)):
-                t = Tensor._empty(host.shape, d, device)
+                t = self.scratch(device, d, host.shape)
                 self.write(t._storage, host)
                 found.append(t)
             _TABLES[key] = found = tuple(found)

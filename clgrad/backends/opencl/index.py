@@ -9,11 +9,13 @@ from __future__ import annotations
 import math
 
 import numpy as np
+import pyopencl as cl
 
 from ... import dtypes as D
+from ..common import INT32_MAX, first_bad, is_scalar, view
 from . import looplimit, programs, runtime
+from .launch import coalesce, launch_size
 
-INT32_MAX = 2**31 - 1
 NO_ERROR = INT32_MAX
 CLAMPED = INT32_MAX - 1  # the key saturated: the position is not exact, so the host searches itself
 _RAW = {1: "uchar", 2: "ushort", 4: "uint", 8: "ulong"}
@@ -72,15 +74,11 @@ class CLIndex:
         atomic = _atomic_kind(dev, dt, mode)
         # plain stores move bits: one kernel per element size serves every dtype
         elem = _RAW[dt.itemsize] if mode == "store" else dt.ctype
-        params = dict(elem=elem, mode=mode, atomic=atomic, value="tensor" if hasattr(value, "_storage") else "scalar",
+        params = dict(elem=elem, mode=mode, atomic=atomic, value="scalar" if is_scalar(value) else "tensor",
                       is_bool=dt is D.bool, fp64=elem == "double")
         return self._index_launch("put", dst, value, indices, params, wrap, checked)
 
     def _index_launch(self, kind, data, other, indices, params, wrap, checked):
-        import pyopencl as cl
-
-        from .backend import coalesce
-
         dev = self.dev(data)
         n = math.prod(data.shape)
         tensor_value = kind == "gather" or params["value"] == "tensor"
@@ -121,15 +119,11 @@ class CLIndex:
             for start in range(0, n, step):
                 kernel(dev.queue, (1,), (1,), *values, start, min(n, start + step))
         else:
-            from .backend import launch_size
-
             kernel(dev.queue, *launch_size(dev, n), *values, n)
         return self._index_first_bad(dev, flag, data.shape, indices, wrap) if checked else None
 
     def _index_first_bad(self, dev, flag, shape, indices, wrap):
         """Read the flag; on an error, the (k, value) of the first bad index (k: which index tensor)."""
-        import pyopencl as cl
-
         key = np.empty(1, np.int32)
         with runtime.waiting(dev):
             cl.enqueue_copy(dev.queue, key, flag.data, is_blocking=True)
@@ -142,14 +136,12 @@ class CLIndex:
         # the kernel's position is row-major over the index space, which coalescing does not reorder
         coords = np.unravel_index(pos, shape) if shape else ()
         t = indices[k][0]
-        value = self.read(t._view((), (), t._offset + sum(int(c) * s for c, s in zip(coords, t._strides))))
+        value = self.read(view(t, (), (), t._offset + sum(int(c) * s for c, s in zip(coords, t._strides))))
         return k, int(value)
 
     def nonzero(self, src, alloc):
         """Coordinates of the nonzero elements of ``src`` in row-major order, as ``alloc(count)`` (an int64
         tensor of shape (count, ndim)) filled in. One 8-byte read (the count) synchronises."""
-        import pyopencl as cl
-
         dev = self.dev(src)
         shape, strides = (list(src.shape), list(src._strides)) if src.dim() else ([1], [1])
         n = math.prod(shape)
@@ -165,8 +157,6 @@ class CLIndex:
         head_types = [None, idx_np] + [idx_np] * (2 * len(shape)) + [idx_np, idx_np, None]
         head = [src._storage.data, src._offset] + [v for pair in zip(shape, strides) for v in pair] + [n, chunk, counts.data]
         raw = _RAW[src.dtype.itemsize]
-        from .backend import launch_size
-
         gsize, lsize = launch_size(dev, groups)
         count = programs.get_kernel(dev, "index", f"nonzero_count_{raw}", tuple(head_types), _params("nonzero_count", **params))
         count(dev.queue, gsize, lsize, *head)
@@ -187,8 +177,6 @@ class CLIndex:
 
 def _search_on_host(backend, shape, indices, wrap):
     """The first bad index, found on the host (only when the kernel's key saturated: > 2**31 positions)."""
-    from ..cpu_index import first_bad
-
     hosts = [(np.broadcast_to(backend.read(t), shape) if t.numel() else np.zeros(shape, np.int64), size, step)
              for t, size, step in indices]
     return first_bad(hosts, wrap)

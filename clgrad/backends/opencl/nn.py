@@ -14,23 +14,16 @@ import math
 import threading
 
 import numpy as np
+import pyopencl as cl
 
 from ... import dtypes as D
+from ..common import INT32_MAX, pow2, view
 from . import looplimit, programs, runtime
+from .launch import WG, Args, coalesce, index_type, launch_size  # WG: most work-items of a per-row work-group
 
-INT32_MAX = 2**31 - 1
-WG = 256  # most work-items of a per-row work-group; a power of two for the trees
 SERIAL_K = 32  # rows this short get one work-item each
 # operands of the loss modes that have K elements per row (the others are per-row values expanded along it)
 _ROW_OPERANDS = {"xent": ("x",), "xent_backward": ("x", "out"), "nll_backward": ("out",)}
-
-
-def _pow2(n: int) -> int:
-    return 1 << max(n - 1, 0).bit_length()
-
-
-def _idx(big: bool):
-    return (np.int64, "long") if big else (np.int32, "int")
 
 
 def acc_of(dt: D.dtype) -> D.dtype:
@@ -56,7 +49,7 @@ def rows_plan(dev, R: int, K: int, row_contig: bool) -> int:
     if not row_contig and R >= 64 * target and whole:
         return 1
     wg = min(WG, 1 << (dev.props.max_work_group_size.bit_length() - 1))
-    L = min(wg, _pow2(K))
+    L = min(wg, pow2(K))
     looplimit.check(dev, _row_loops(K, L), f"a row of {K} elements")
     return L
 
@@ -70,29 +63,10 @@ def _row_loops(K: int, L: int) -> int:
 def _along(t, shape, dim: int):
     """A per-row tensor (``shape`` without ``dim``, or 0-dim) as a view of ``shape``, expanded along ``dim``."""
     if t.dim() == 0:
-        return t._view(tuple(shape), (0,) * len(shape), t._offset)
+        return view(t, tuple(shape), (0,) * len(shape))
     strides = list(t._strides)
     strides.insert(dim, 0)
-    return t._view(tuple(shape), tuple(strides), t._offset)
-
-
-class _Args:
-    """Kernel arguments and their pyopencl scalar types, built side by side."""
-
-    def __init__(self, idx_np):
-        self.values, self.types, self.idx_np = [], [], idx_np
-
-    def buf(self, *bufs):
-        self.values += bufs
-        self.types += [None] * len(bufs)
-
-    def idx(self, *ints):
-        self.values += ints
-        self.types += [self.idx_np] * len(ints)
-
-    def scalar(self, np_type, *values):
-        self.values += values
-        self.types += [np_type] * len(values)
+    return view(t, tuple(shape), tuple(strides))
 
 
 _pending: list = []  # (copy event, host int, flag storage, on_error) of bounds checks not looked at yet
@@ -118,8 +92,6 @@ def check_pending() -> None:
 
 def _defer(dev, flag, on_error) -> None:
     """Copy ``flag`` to the host behind the kernel that sets it, without waiting for either."""
-    import pyopencl as cl
-
     host = np.zeros(1, np.int32)
     event = cl.enqueue_copy(dev.queue, host, flag.data, is_blocking=False)
     done = cl.command_execution_status.COMPLETE
@@ -135,17 +107,13 @@ def _defer(dev, flag, on_error) -> None:
 
 class CLNN:
     def _new_flag(self, dev, device):
-        import pyopencl as cl
-
         flag = self.empty(device, D.int32, 1)
         cl.enqueue_fill_buffer(dev.queue, flag.data, np.int32(0), 0, 4)
         return flag
 
     @staticmethod
-    def _run(dev, template, name, args: _Args, params, n: int, local: int = 1) -> None:
+    def _run(dev, template, name, args: Args, params, n: int, local: int = 1) -> None:
         """Launch one work-item per ``n`` (local == 1) or one work-group of ``local`` per ``n``."""
-        from .backend import launch_size  # backend.py imports this module
-
         kernel = programs.get_kernel(dev, template, name, tuple(args.types), params)
         if local > 1:
             kernel(dev.queue, (n * local,), (local,), *args.values)
@@ -194,10 +162,6 @@ class CLNN:
         """Launch the softmax template's ``mode``: one row per position of the dims other than ``dim``, K
         elements along it. ``ins`` / ``outs`` are (kernel name, tensor) pairs, all of ``outs[0]``'s shape
         (per-row operands expanded along ``dim`` with stride 0)."""
-        import pyopencl as cl
-
-        from .backend import coalesce  # backend.py imports this module
-
         out = outs[0][1]
         if out.numel() == 0:
             return
@@ -209,7 +173,7 @@ class CLNN:
         others = [d for d in range(out.dim()) if d != dim]
         shape, strides = coalesce([out.shape[d] for d in others], [[t._strides[d] for d in others] for t in ops])
         big = max([out.numel()] + [t._storage.size for t in ops]) > INT32_MAX
-        idx_np, idx_t = _idx(big)
+        idx_np, idx_t = index_type(big)
         rowed = [t for n, t in ins + outs if n in _ROW_OPERANDS.get(mode, (n,))]  # the operands read along rows
         L = rows_plan(dev, R, K, all(t._strides[dim] == 1 for t in rowed))
         # explicit vectors on CPU devices when no row operand needs a conversion (see softmax.cl.mako)
@@ -220,7 +184,7 @@ class CLNN:
             acc=acc.ctype, nd=len(shape), group=L > 1, idx_t=idx_t, vec=vec, weighted=weight is not None, mean=mean,
             fp64=any(t.dtype is D.float64 for t in ops) or acc is D.float64,
         )
-        args = _Args(idx_np)
+        args = Args(idx_np)
         for t in ops:
             args.buf(t._storage.data)
             args.idx(t._offset, t._strides[dim])
@@ -242,8 +206,6 @@ class CLNN:
         """Per-sample nll pieces: ``loss[s] = -w[t] * x[s, t]``, ``wt[s] = w[t]`` (0 where t == ignore_index),
         for x [N, C, d...], target [N, d...], loss and wt contiguous like target. A target
         outside [0, C) (other than ignore_index) calls ``on_error`` later, as in ``xent``; returns True."""
-        from .backend import coalesce
-
         S = loss.numel()
         if S == 0:
             return True
@@ -253,12 +215,12 @@ class CLNN:
         xs = [x._strides[0]] + list(x._strides[2:])
         shape, (xst, tst) = coalesce(list(target.shape), [xs, list(target._strides)])
         big = max(S, x._storage.size, target._storage.size) > INT32_MAX
-        idx_np, idx_t = _idx(big)
+        idx_np, idx_t = index_type(big)
         params = dict(in_ctype=x.dtype.ctype, t_ctype=target.dtype.ctype, out_ctype=loss.dtype.ctype,
                       acc=acc.ctype, weighted=weight is not None, nd=len(shape), idx_t=idx_t,
                       fp64=acc is D.float64)
         flag = self._new_flag(dev, loss.device)
-        args = _Args(idx_np)
+        args = Args(idx_np)
         args.buf(x._storage.data)
         args.idx(x._offset, x._strides[1])
         args.buf(target._storage.data)
@@ -285,11 +247,11 @@ class CLNN:
         dev = self.dev(out)
         self.check_dtype(dev, weight.dtype)
         big = max(N * Dm, weight._storage.size, idx._storage.size) > INT32_MAX
-        idx_np, idx_t = _idx(big)
+        idx_np, idx_t = index_type(big)
         params = dict(kind="gather", idx_ctype=idx.dtype.ctype, val_ctype=weight.dtype.ctype,
                       acc=acc_of(weight.dtype).ctype, idx_t=idx_t, fp64=weight.dtype is D.float64)
         flag = self._new_flag(dev, out.device)
-        args = _Args(idx_np)
+        args = Args(idx_np)
         args.buf(idx._storage.data)
         args.idx(idx._offset)
         args.buf(weight._storage.data)
@@ -316,10 +278,10 @@ class CLNN:
                 f"({dev.props.name}) lacks. Use float32."
             )
         big = max(N * Dm, acc._storage.size, grad._storage.size, idx._storage.size) > INT32_MAX
-        idx_np, idx_t = _idx(big)
+        idx_np, idx_t = index_type(big)
         params = dict(kind="accumulate", idx_ctype=idx.dtype.ctype, val_ctype=grad.dtype.ctype, acc=acc.dtype.ctype,
                       idx_t=idx_t, fp64=D.float64 in (acc.dtype, grad.dtype))
-        args = _Args(idx_np)
+        args = Args(idx_np)
         args.buf(idx._storage.data)
         args.idx(idx._offset)
         args.buf(grad._storage.data)
@@ -332,10 +294,6 @@ class CLNN:
     def moments(self, mean, var, x, dims) -> None:
         """Mean and biased variance of ``x`` over ``dims`` into contiguous ``mean`` / ``var`` (x's shape with
         1 on ``dims``; float32 for float16 ``x``)."""
-        import pyopencl as cl
-
-        from .backend import coalesce
-
         M = mean.numel()
         if M == 0:
             return
@@ -347,11 +305,11 @@ class CLNN:
         oshape, (ostr,) = coalesce([x.shape[d] for d in outer], [[x._strides[d] for d in outer]])
         ishape, (istr,) = coalesce([x.shape[d] for d in dims], [[x._strides[d] for d in dims]])
         big = max(x._storage.size, M * K) > INT32_MAX
-        idx_np, idx_t = _idx(big)
+        idx_np, idx_t = index_type(big)
         L = rows_plan(dev, M, K, istr[-1] == 1)
         params = dict(in_ctype=x.dtype.ctype, acc=acc.ctype, outer_nd=len(oshape), inner_nd=len(ishape),
                       group=L > 1, idx_t=idx_t, fp64=acc is D.float64)
-        args = _Args(idx_np)
+        args = Args(idx_np)
         args.buf(x._storage.data)
         args.idx(x._offset)
         for n, s in list(zip(oshape, ostr)) + list(zip(ishape, istr)):

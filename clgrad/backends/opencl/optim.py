@@ -8,9 +8,10 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..common import INT32_MAX
 from . import programs
+from .launch import launch_size
 
-INT32_MAX = 2**31 - 1
 # the template's switches: every render gets all of them (Mako runs with strict_undefined)
 _FLAGS = dict(amsgrad=False, decay="none", momentum=False, first=False, nesterov=False, weight_decay=False,
               maximize=False)
@@ -53,8 +54,6 @@ class CLOptim:
         args = []
         for t in tensors:
             args += [t._storage.data, t._offset]
-        from .backend import launch_size  # backend.py imports this module
-
         gsize, lsize = launch_size(dev, n)
         kernel(dev.queue, gsize, lsize, *args, *scalars, n)
         for t in tensors:

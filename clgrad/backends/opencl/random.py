@@ -2,7 +2,9 @@
 from __future__ import annotations
 
 from .. import philox
+from ..common import is_contiguous
 from . import programs
+from .launch import launch_size
 
 _MASK32 = 0xFFFFFFFF
 _MASK64 = 0xFFFFFFFFFFFFFFFF
@@ -15,17 +17,13 @@ class CLRandom:
         One work-item per element of a contiguous buffer; a strided ``out`` is filled through a contiguous
         temporary so that the stream order is the logical (row-major) order on every device.
         """
-        from ...ops.pointwise import cast_into
-        from ...tensor import Tensor
-        from .backend import launch_size  # backend.py imports this module
-
         n = out.numel()
         if n == 0:
             return
-        if not out.is_contiguous():
-            tmp = Tensor._empty(out.shape, out.dtype, out.device)
+        if not is_contiguous(out):
+            tmp = self.scratch(out.device, out.dtype, out.shape)
             self.random(dist, tmp, seed, offset, p0, p1)
-            cast_into(out, tmp)
+            self.elementwise("identity", out, [tmp], out.dtype)
             return
         dev = self.dev(out)
         self.check_dtype(dev, out.dtype)

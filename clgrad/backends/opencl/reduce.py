@@ -17,13 +17,13 @@ import math
 from dataclasses import dataclass
 
 import numpy as np
+import pyopencl as cl
 
 from ... import dtypes as D
-from ..cpu_reduce import IDENTITY, acc_dtype
+from ..common import IDENTITY, INT32_MAX, acc_dtype, pow2
 from . import programs
+from .launch import WG, coalesce  # WG: work-items per group; a power of two for the tree
 
-INT32_MAX = 2**31 - 1
-WG = 256  # work-items per group; a power of two for the tree
 PER_ITEM = 256  # most elements one work-item adds serially (float32 error grows with this count)
 MIN_PER_ITEM = 16  # splitting finer than this costs more in partials than it gains
 SERIAL_K = 32  # rows this short get one work-item each
@@ -68,10 +68,6 @@ class Job:
     big: bool  # 64-bit index math
 
 
-def _pow2(n: int) -> int:
-    return 1 << max(n - 1, 0).bit_length()
-
-
 def plan(dev, M: int, K: int, column: bool) -> tuple[int, int, int, int]:
     """(LX, LY, G, chunk): local size, number of chunks each output's K is split into, chunk length.
 
@@ -83,9 +79,9 @@ def plan(dev, M: int, K: int, column: bool) -> tuple[int, int, int, int]:
     wg = min(WG, 1 << (dev.props.max_work_group_size.bit_length() - 1))
     target = 4 * dev.props.compute_units
     if K <= SERIAL_K:
-        return min(wg, _pow2(M)), 1, 1, K
-    lx = min(32, _pow2(M)) if column else 1
-    ly = min(wg // lx, _pow2(K))
+        return min(wg, pow2(M)), 1, 1, K
+    lx = min(32, pow2(M)) if column else 1
+    ly = min(wg // lx, pow2(K))
     fill = -(-target // -(-M // lx))
     g = max(-(-K // (ly * PER_ITEM)), min(fill, K // (ly * MIN_PER_ITEM)), 1)
     chunk = -(-K // g)
@@ -120,8 +116,6 @@ def cpu_plan(dev, source: Source, M: int, K: int, with_idx: bool) -> tuple[str, 
 def _layout(shape: tuple, strides: tuple, dims: tuple, reorder: bool) -> tuple:
     """(outer shape, outer strides, inner shape, inner strides) of a reduction over ``dims``, each side
     coalesced; cached, as a training loop reduces the same layouts over and over."""
-    from .backend import coalesce  # backend.py imports this module
-
     outer = [d for d in range(len(shape)) if d not in dims]
     inner = list(dims)
     if reorder:
@@ -215,8 +209,6 @@ programs.add_cache_listener(_KERNELS.clear)
 
 def _kernel(job: Job, source: Source, mode: str, out_dt: D.dtype, shape) -> tuple:
     """(kernel, local memory for indices or None, local memory for partial values) of one launch signature."""
-    import pyopencl as cl
-
     op, acc = job.op, job.acc
     cpu = isinstance(shape[0], str)
     layout = dict(layout="tree", axis="none", vec=1, unroll=1)

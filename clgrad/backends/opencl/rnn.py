@@ -9,9 +9,9 @@ from __future__ import annotations
 import numpy as np
 
 from ...registry.elementwise import OPS
+from ..common import INT32_MAX
 from . import programs
 
-INT32_MAX = 2**31 - 1
 _STEP_OPS = ("rnn_pre", "lstm_c", "lstm_h", "add", "lstm_do", "lstm_dc", "lstm_di", "lstm_df", "lstm_dg", "lstm_dcprev")
 
 
