@@ -19,7 +19,11 @@ from ..registry.elementwise import OPS
 
 
 class CPUBackend(CPUReduce, CPUMatmul, CPURandom, CPUIndex, CPUScan, CPUConv, CPUNN):
+    """The ``Backend`` protocol (interface.py) in numpy: the reference every other backend is tested against."""
+
     name = "cpu"
+    fused_optim = None  # no fused optimizer steps: optimizers compose them from elementwise ops
+    fused_rnn = None  # no fused LSTM steps: nn.LSTM composes them from elementwise table ops
 
     def empty(self, dev, dt: D.dtype, size: int) -> Storage:
         return Storage(CPU, dt, size, np.empty(size, dt.np))

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..common import INT32_MAX
+from ... import dtypes as D
+from . import programs, runtime
 
 WG = 256  # work-items of a group where a launcher chooses: a power of two, for the trees
 SMALL_LAUNCH = 1 << 16
@@ -58,10 +59,6 @@ def index_type(big: bool):
     return (np.int64, "long") if big else (np.int32, "int")
 
 
-def is_big(*sizes: int, limit: int = INT32_MAX) -> bool:
-    return max(sizes) > limit
-
-
 class Args:
     """Kernel arguments and their pyopencl scalar types, built side by side."""
 
@@ -79,3 +76,40 @@ class Args:
     def scalar(self, np_type, *values):
         self.values += values
         self.types += [np_type] * len(values)
+
+
+class Launcher:
+    """What the op families of one backend launch through: device lookup and dtype checks, launch geometry, index
+    width and argument packing, and the launch caches, all dropped together when the kernels or queues they hold
+    go stale (``programs.add_cache_listener``: ``programs.clear()``, the profiler, a replaced queue)."""
+
+    coalesce = staticmethod(coalesce)
+    launch_size = staticmethod(launch_size)
+    index_type = staticmethod(index_type)
+
+    def __init__(self):
+        self._caches: list[dict] = []
+        programs.add_cache_listener(self.clear)
+
+    def cache(self) -> dict:
+        """A new cache (a dict) that ``clear`` empties."""
+        found: dict = {}
+        self._caches.append(found)
+        return found
+
+    def clear(self) -> None:
+        for found in self._caches:
+            found.clear()
+
+    @staticmethod
+    def dev(t) -> runtime.CLDevice:
+        """The OpenCL device of a tensor descriptor."""
+        return runtime.get(t.device.index)
+
+    @staticmethod
+    def check_dtype(dev: runtime.CLDevice, dt: D.dtype) -> None:
+        if dt is D.float64 and not dev.props.fp64:
+            raise TypeError(
+                f"float64 is not supported on opencl:{dev.index} ({dev.props.name}): the device lacks the "
+                "cl_khr_fp64 extension. Use float32, or a device that has cl_khr_fp64."
+            )

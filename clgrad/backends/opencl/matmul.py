@@ -1,4 +1,4 @@
-"""OpenCL implementation of the ``matmul`` primitive (a mixin of OpenCLBackend)."""
+"""OpenCL implementation of the ``matmul`` primitive (an op family of OpenCLBackend)."""
 from __future__ import annotations
 
 import numpy as np
@@ -6,6 +6,7 @@ import numpy as np
 from ... import dtypes as D
 from ..common import INT32_MAX, expand, is_contiguous, view
 from . import autotune, looplimit, programs
+from .launch import Launcher
 from .tilings import FEW_TILES, SHORT_M, SKINNY_M, TILINGS, Tiling  # noqa: F401 (TILINGS: tests read it here)
 # Most OpenCL runtimes cap the 3rd global dimension well below 2**32 (CUDA grids at 65535), so longer
 # batches go in several launches.
@@ -68,12 +69,16 @@ def _transposed(out, a, b):
             view(out, (out.shape[0], 1, m), (m, m, 1)))
 
 
-_LAUNCHERS: dict = {}
-programs.add_cache_listener(_LAUNCHERS.clear)  # launchers hold kernels and queues (the profiler swaps both)
 _MAX_LAUNCHERS = 4096
 
 
 class CLMatmul:
+    PRIMITIVES = ('matmul', 'matmul_sum')
+
+    def __init__(self, backend, launcher: Launcher):
+        self.be, self.rt = backend, launcher
+        self._launchers = launcher.cache()  # launch functions by shapes, strides and dtypes
+
     def matmul(self, out, a, b, bias=None) -> None:
         """out[i] = a[i] @ b[i] (+ bias) for a [B, M, K], b [B, K, N] of any strides, out contiguous [B, M, N]
         and an optional contiguous float32/64 ``bias`` [N] added in the kernel's store (linear's bias)."""
@@ -93,15 +98,15 @@ class CLMatmul:
         # skips the tiling choice, the kernel lookup and the argument types: ~35 us of Python per product
         key = (out.device.index, out.dtype, a.dtype, out._shape, a._shape, a._strides, b._shape, b._strides, per,
                None if bias is None else (bias.dtype, bias._shape, bias._strides))
-        launch = _LAUNCHERS.get(key)
+        launch = self._launchers.get(key)
         if launch is not None:
             launch(out, a, b, bias)
             return
         launch = self._mm_launcher(out, a, b, per, bias)
         launch(out, a, b, bias)  # builds the kernel: only a launcher that worked is kept
-        if len(_LAUNCHERS) >= _MAX_LAUNCHERS:
-            _LAUNCHERS.clear()
-        _LAUNCHERS[key] = launch
+        if len(self._launchers) >= _MAX_LAUNCHERS:
+            self._launchers.clear()
+        self._launchers[key] = launch
 
     def _mm_launcher(self, out, a, b, per: int, bias, forced: Tiling | None = None):
         """A ``launch(out, a, b, bias)`` for operands of these shapes, strides and dtypes (any offsets); ``forced``
@@ -109,9 +114,9 @@ class CLMatmul:
         operands = (a, b, out)
         nb, m, k = a.shape
         n = b.shape[2]
-        dev = self.dev(out)
+        dev = self.rt.dev(out)
         dt = out.dtype
-        self.check_dtype(dev, dt)
+        self.rt.check_dtype(dev, dt)
         if dt is D.bool:
             raise NotImplementedError(f"'matmul' is not implemented for dtype bool on device {out.device}")
         nz = out.shape[0]
@@ -119,7 +124,7 @@ class CLMatmul:
                                  or not is_contiguous(bias)):
             def unfused(out, a, b, bias):  # no fused form: the product, then the bias as an elementwise add
                 self._matmul(out, a, b, per)
-                self.elementwise("add", out, [out, expand(bias, out.shape)], dt)
+                self.be.elementwise("add", out, [out, expand(bias, out.shape)], dt)
             return unfused
         transpose = n == 1 and m > 1
         if transpose:
@@ -196,7 +201,7 @@ class CLMatmul:
         while ksteps > 1 and _mm_loops(t, ksteps * t.tk, 1) > budget:
             ksteps = -(-ksteps // 2)
         kc = min(k, ksteps * t.tk)
-        looplimit.check(self.dev(out), _mm_loops(t, kc, 1), f"a product with {m} x {n} tiles")
+        looplimit.check(self.rt.dev(out), _mm_loops(t, kc, 1), f"a product with {m} x {n} tiles")
         # batches one partial sums: a divisor of step, so that partials never straddle two outputs
         pb = max(d for d in range(1, step + 1) if step % d == 0 and _mm_loops(t, kc, d) <= budget)
         pieces, q = -(-k // kc), nz * (step // pb)
@@ -204,8 +209,8 @@ class CLMatmul:
 
         def launch(out, a, b, bias):
             # the kernel stores its storage type: float16 partials are rounded once more than a whole product
-            scratch = self.scratch(out.device, dt, (pieces, q, m, n))
-            self.elementwise("identity", scratch, [0], dt)  # partials past the last batch stay 0
+            scratch = self.be.scratch(out.device, dt, (pieces, q, m, n))
+            self.be.elementwise("identity", scratch, [0], dt)  # partials past the last batch stay 0
             a_sb, a_sm, a_sk = a._strides
             b_sb, b_sk, b_sn = b._strides
             for p in range(pieces):
@@ -219,9 +224,9 @@ class CLMatmul:
                 sub[kk](po, pa, pb_, None)
             # out[z] = the sum over pieces and over chunk z's partials
             total = view(out, (1, nz, 1, m, n), (nz * m * n, m * n, m * n, n, 1))
-            self.reduce("sum", view(scratch, (pieces, nz, step // pb, m, n), (q * m * n, (step // pb) * m * n, m * n, n, 1)),
+            self.be.reduce("sum", view(scratch, (pieces, nz, step // pb, m, n), (q * m * n, (step // pb) * m * n, m * n, n, 1)),
                         (0, 2), total)
             if bias is not None:
-                self.elementwise("add", out, [out, expand(bias, out.shape)], dt)
+                self.be.elementwise("add", out, [out, expand(bias, out.shape)], dt)
 
         return launch

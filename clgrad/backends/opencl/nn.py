@@ -1,4 +1,4 @@
-"""OpenCL implementation of the ``nn`` primitives (a mixin of OpenCLBackend): row-wise softmax and its
+"""OpenCL implementation of the ``nn`` primitives (an op family of OpenCLBackend): row-wise softmax and its
 backward, nll_loss's per-sample pieces, embedding gather / accumulate, and normalization moments.
 
 Launchers read operands in place through strides (any layout) and only enqueue kernels. The ones with a
@@ -19,7 +19,7 @@ import pyopencl as cl
 from ... import dtypes as D
 from ..common import INT32_MAX, pow2, view
 from . import looplimit, programs, runtime
-from .launch import WG, Args, coalesce, index_type, launch_size  # WG: most work-items of a per-row work-group
+from .launch import WG, Args, Launcher, coalesce, index_type, launch_size  # WG: most work-items of a per-row work-group
 
 SERIAL_K = 32  # rows this short get one work-item each
 # operands of the loss modes that have K elements per row (the others are per-row values expanded along it)
@@ -106,8 +106,13 @@ def _defer(dev, flag, on_error) -> None:
 
 
 class CLNN:
+    PRIMITIVES = ('softmax', 'xent', 'xent_backward', 'nll', 'embedding', 'embedding_backward', 'moments')
+
+    def __init__(self, backend, launcher: Launcher):
+        self.be, self.rt = backend, launcher
+
     def _new_flag(self, dev, device):
-        flag = self.empty(device, D.int32, 1)
+        flag = self.be.empty(device, D.int32, 1)
         cl.enqueue_fill_buffer(dev.queue, flag.data, np.int32(0), 0, 4)
         return flag
 
@@ -135,7 +140,7 @@ class CLNN:
         read or synchronize (check_pending); returns True."""
         if loss.numel() == 0:
             return True
-        dev = self.dev(loss)
+        dev = self.rt.dev(loss)
         rows = [(n, _along(t, x.shape, 1)) for n, t in (("t", target), ("wt", wt), ("lse", lse))]
         flag = self._new_flag(dev, loss.device)
         self._rows("xent", [("x", x), rows[0]], [("out", _along(loss, x.shape, 1))] + rows[1:], 1, acc_of(x.dtype),
@@ -165,8 +170,8 @@ class CLNN:
         out = outs[0][1]
         if out.numel() == 0:
             return
-        dev = self.dev(out)
-        self.check_dtype(dev, acc)
+        dev = self.rt.dev(out)
+        self.rt.check_dtype(dev, acc)
         K = out.shape[dim]
         R = out.numel() // K
         ops = [t for _, t in ins + outs]
@@ -209,9 +214,9 @@ class CLNN:
         S = loss.numel()
         if S == 0:
             return True
-        dev = self.dev(loss)
+        dev = self.rt.dev(loss)
         acc = acc_of(x.dtype)
-        self.check_dtype(dev, acc)
+        self.rt.check_dtype(dev, acc)
         xs = [x._strides[0]] + list(x._strides[2:])
         shape, (xst, tst) = coalesce(list(target.shape), [xs, list(target._strides)])
         big = max(S, x._storage.size, target._storage.size) > INT32_MAX
@@ -244,8 +249,8 @@ class CLNN:
         N, Dm = out.shape
         if N * Dm == 0:
             return True
-        dev = self.dev(out)
-        self.check_dtype(dev, weight.dtype)
+        dev = self.rt.dev(out)
+        self.rt.check_dtype(dev, weight.dtype)
         big = max(N * Dm, weight._storage.size, idx._storage.size) > INT32_MAX
         idx_np, idx_t = index_type(big)
         params = dict(kind="gather", idx_ctype=idx.dtype.ctype, val_ctype=weight.dtype.ctype,
@@ -270,8 +275,8 @@ class CLNN:
         N, Dm = grad.shape
         if N * Dm == 0:
             return
-        dev = self.dev(acc)
-        self.check_dtype(dev, acc.dtype)
+        dev = self.rt.dev(acc)
+        self.rt.check_dtype(dev, acc.dtype)
         if acc.dtype is D.float64 and "cl_khr_int64_base_atomics" not in dev.cl_device.extensions:
             raise NotImplementedError(
                 f"embedding backward in float64 needs cl_khr_int64_base_atomics, which opencl:{dev.index} "
@@ -297,9 +302,9 @@ class CLNN:
         M = mean.numel()
         if M == 0:
             return
-        dev = self.dev(mean)
+        dev = self.rt.dev(mean)
         acc = mean.dtype
-        self.check_dtype(dev, acc)
+        self.rt.check_dtype(dev, acc)
         K = math.prod(x.shape[d] for d in dims)
         outer = [d for d in range(x.dim()) if d not in dims]
         oshape, (ostr,) = coalesce([x.shape[d] for d in outer], [[x._strides[d] for d in outer]])

@@ -1,16 +1,21 @@
-"""OpenCL implementation of the ``random`` primitive (a mixin of OpenCLBackend)."""
+"""OpenCL implementation of the ``random`` primitive (an op family of OpenCLBackend)."""
 from __future__ import annotations
 
 from .. import philox
 from ..common import is_contiguous
 from . import programs
-from .launch import launch_size
+from .launch import Launcher, launch_size
 
 _MASK32 = 0xFFFFFFFF
 _MASK64 = 0xFFFFFFFFFFFFFFFF
 
 
 class CLRandom:
+    PRIMITIVES = ('random',)
+
+    def __init__(self, backend, launcher: Launcher):
+        self.be, self.rt = backend, launcher
+
     def random(self, dist: str, out, seed: int, offset: int, p0, p1) -> None:
         """Fill ``out`` (any layout) with ``dist``: element i (row-major) uses Philox counter ``offset + i``.
 
@@ -21,12 +26,12 @@ class CLRandom:
         if n == 0:
             return
         if not is_contiguous(out):
-            tmp = self.scratch(out.device, out.dtype, out.shape)
+            tmp = self.be.scratch(out.device, out.dtype, out.shape)
             self.random(dist, tmp, seed, offset, p0, p1)
-            self.elementwise("identity", out, [tmp], out.dtype)
+            self.be.elementwise("identity", out, [tmp], out.dtype)
             return
-        dev = self.dev(out)
-        self.check_dtype(dev, out.dtype)
+        dev = self.rt.dev(out)
+        self.rt.check_dtype(dev, out.dtype)
         name = out.dtype.name
         ctype = "bool" if name == "bool" else philox.STORAGE_CTYPE[name]  # bool and uint8 are both uchar
         kernel = programs.get_kernel(

@@ -1,4 +1,4 @@
-"""OpenCL implementation of the ``scan`` primitives (a mixin of OpenCLBackend): scans (cumsum/cumprod),
+"""OpenCL implementation of the ``scan`` primitives (an op family of OpenCLBackend): scans (cumsum/cumprod),
 the stable row sort, and the gather / scatter / bin-count helpers of sort-based ops.
 
 Every launcher views its tensor as ``rows`` rows of ``n`` elements along one dim. The other dims are
@@ -17,7 +17,7 @@ from ... import dtypes as D
 from ...device import device
 from ..common import INT32_MAX, acc_dtype, pow2, view
 from . import looplimit, programs
-from .launch import WG, coalesce, launch_size  # WG: work-items per group of the block scan and the local sort
+from .launch import WG, Launcher, coalesce, launch_size  # WG: work-items per group of the block scan and the local sort
 
 PER = 8  # elements each work-item scans serially in the block scan (a chunk is WG * PER)
 SERIAL_SCAN = 64  # rows at most this long get a work-item each; so does any row when rows fill a CPU device
@@ -78,14 +78,19 @@ def _fp64(*dts) -> bool:
 
 
 class CLScan:
+    PRIMITIVES = ('scan', 'sort', 'gather_dim', 'scatter_dim', 'bincount')
+
+    def __init__(self, backend, launcher: Launcher):
+        self.be, self.rt = backend, launcher
+
     # ---- scans ------------------------------------------------------------------------------------
     def scan(self, op: str, src, dim: int, out, reverse: bool = False) -> None:
         """Inclusive scan of ``src`` along ``dim`` into ``out`` (same shape); see CPUScan.scan."""
         if out.numel() == 0:
             return
-        dev = self.dev(out)
+        dev = self.rt.dev(out)
         acc = acc_dtype(op, src.dtype, out.dtype)
-        self.check_dtype(dev, acc)
+        self.rt.check_dtype(dev, acc)
         rows, n, oshape, s, o = _layout(src, out, dim)
         if reverse:  # walk each row from its last element
             s.off, s.step = s.off + (n - 1) * s.step, -s.step
@@ -117,7 +122,7 @@ class CLScan:
                           scratch=(scratch.data, carry.data), chunk=(wg * PER, chunks))
 
     def _scan_tmp(self, dev, dt: D.dtype, size: int):
-        return self.empty(device("opencl", dev.index), dt, size)
+        return self.be.empty(device("opencl", dev.index), dt, size)
 
     @staticmethod
     def _scan_grid2(dev, n: int, rows: int):
@@ -158,8 +163,8 @@ class CLScan:
         of ``src``'s shape (so they share strides); see CPUScan.sort."""
         if src.numel() == 0:
             return
-        dev = self.dev(values)
-        self.check_dtype(dev, src.dtype)
+        dev = self.rt.dev(values)
+        self.rt.check_dtype(dev, src.dtype)
         rows, n, oshape, s, o = _layout(src, values, dim)
         key = D.float32 if src.dtype is D.float16 else src.dtype
         big = _big(src, values, indices, extra=2 * rows * n)
@@ -237,7 +242,7 @@ class CLScan:
         """``out[..., j, ...] = src[..., index[..., j, ...], ...]``; see CPUScan.gather_dim."""
         if out.numel() == 0:
             return
-        src, index = self.contiguous(src), self.contiguous(index)
+        src, index = self.be.contiguous(src), self.be.contiguous(index)
         n, m, inner = _nmi(src, index, dim)
         args = [src._storage.data, src._offset, index._storage.data, index._offset, out._storage.data, out._offset,
                 m, n, inner, out.numel()]
@@ -248,21 +253,21 @@ class CLScan:
         ``mask`` is nonzero; see CPUScan.scatter_dim."""
         if index.numel() == 0:
             return
-        index = self.contiguous(index)
+        index = self.be.contiguous(index)
         n, m, inner = _nmi(out, index, dim)
         args = []
         if src is not None:
-            src = self.contiguous(src)
+            src = self.be.contiguous(src)
             args += [src._storage.data, src._offset]
         args += [index._storage.data, index._offset]
         if mask is not None:
-            mask = self.contiguous(mask)
+            mask = self.be.contiguous(mask)
             args += [mask._storage.data, mask._offset]
         args += [out._storage.data, out._offset, m, n, inner, index.numel()]
         self._sort_helper_launch(out, "scatter", args, dict(iota=src is None, masked=mask is not None), out, index)
 
     def _sort_helper_launch(self, out, kind, args, flags, *tensors) -> None:
-        dev = self.dev(out)
+        dev = self.rt.dev(out)
         big = _big(*tensors, out, extra=2 * out._storage.size)
         idx_np = np.int64 if big else np.int32
         # a copy moves bits: half travels as ushort, so no value conversion can touch it
@@ -281,21 +286,21 @@ class CLScan:
         if nbins == 0:
             return
         n = input.numel()
-        dev = self.dev(out)
+        dev = self.rt.dev(out)
         if weights is not None and not _loops_within(dev, n):
             # a bin may hold more weights than one work-item can add up on this device (looplimit.py):
             # scatter-add them instead (atomic, so the order of the sum is not fixed)
-            idx = self.scratch(input.device, D.int64, input.shape)
-            self.elementwise("identity", idx, [input], D.int64)
-            self.elementwise("identity", out, [0], out.dtype)
-            self.index_put(view(out, (n,), (0,)), weights, [(idx, nbins, 1)], "add", wrap=False, checked=False)
+            idx = self.be.scratch(input.device, D.int64, input.shape)
+            self.be.elementwise("identity", idx, [input], D.int64)
+            self.be.elementwise("identity", out, [0], out.dtype)
+            self.be.index_put(view(out, (n,), (0,)), weights, [(idx, nbins, 1)], "add", wrap=False, checked=False)
             return
-        srt = self.scratch(input.device, input.dtype, input.shape)
-        perm = self.scratch(input.device, D.int64, input.shape)
+        srt = self.be.scratch(input.device, input.dtype, input.shape)
+        perm = self.be.scratch(input.device, D.int64, input.shape)
         self.sort(input, 0, False, srt, perm)
         args = [srt._storage.data, n]
         if weights is not None:
-            ws = self.scratch(weights.device, weights.dtype, weights.shape)
+            ws = self.be.scratch(weights.device, weights.dtype, weights.shape)
             self.gather_dim(weights, 0, perm, ws)
             args.append(ws._storage.data)
         args += [out._storage.data, nbins]
