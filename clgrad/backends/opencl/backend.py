@@ -16,8 +16,9 @@ from .elementwise import CLElementwise
 from .index import CLIndex
 from .launch import Launcher
 from .matmul import CLMatmul
-from .nn import CLNN, check_pending
+from .nn import CLNN
 from .optim import CLOptim
+from .pending import check_pending
 from .random import CLRandom
 from .reduce import CLReduce
 from .rnn import CLRNN

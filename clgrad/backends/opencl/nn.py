@@ -11,15 +11,15 @@ backward pass while the forward ran): the MNIST step took 7.9 ms with it, 5.5 wi
 from __future__ import annotations
 
 import math
-import threading
 
 import numpy as np
 import pyopencl as cl
 
 from ... import dtypes as D
 from ..common import INT32_MAX, pow2, view
-from . import looplimit, programs, runtime
+from . import looplimit, programs
 from .launch import WG, Args, Launcher, coalesce, index_type, launch_size  # WG: most work-items of a per-row work-group
+from .pending import MAX_PENDING, check_pending, defer  # noqa: F401 (check_pending, MAX_PENDING: re-exported)
 
 SERIAL_K = 32  # rows this short get one work-item each
 # operands of the loss modes that have K elements per row (the others are per-row values expanded along it)
@@ -69,42 +69,6 @@ def _along(t, shape, dim: int):
     return view(t, tuple(shape), tuple(strides))
 
 
-_pending: list = []  # (copy event, host int, flag storage, on_error) of bounds checks not looked at yet
-_pending_lock = threading.Lock()
-MAX_PENDING = 32  # look at them once this many wait (each holds a 4-byte buffer and its op's target)
-
-
-def check_pending() -> None:
-    """Look at the deferred bounds flags (waiting for their copies; after a host read or a synchronize they are
-    done); if one is set, forget them all and call the first failed op's callback, which raises."""
-    if not _pending:
-        return
-    with _pending_lock:
-        checks = _pending[:]
-        _pending.clear()
-    for event, host, flag, on_error in checks:
-        with runtime.waiting(runtime.get(flag.device.index)):
-            event.wait()
-        if host[0]:
-            on_error()
-            return
-
-
-def _defer(dev, flag, on_error) -> None:
-    """Copy ``flag`` to the host behind the kernel that sets it, without waiting for either."""
-    host = np.zeros(1, np.int32)
-    event = cl.enqueue_copy(dev.queue, host, flag.data, is_blocking=False)
-    done = cl.command_execution_status.COMPLETE
-    with _pending_lock:
-        # checks whose copy is done and found no error are finished: drop them (and their buffers) now; a failed
-        # one stays until the next host read or synchronize reports it
-        _pending[:] = [c for c in _pending if c[0].command_execution_status != done or c[1][0]]
-        _pending.append((event, host, flag, on_error))
-        full = len(_pending) >= MAX_PENDING
-    if full or runtime.LAUNCH_BLOCKING:  # blocking launches: the op that failed raises
-        check_pending()
-
-
 class CLNN:
     PRIMITIVES = ('softmax', 'xent', 'xent_backward', 'nll', 'embedding', 'embedding_backward', 'moments')
 
@@ -145,7 +109,7 @@ class CLNN:
         flag = self._new_flag(dev, loss.device)
         self._rows("xent", [("x", x), rows[0]], [("out", _along(loss, x.shape, 1))] + rows[1:], 1, acc_of(x.dtype),
                    ignore_index=ignore_index, weight=weight, flag=flag)
-        _defer(dev, flag, on_error)
+        defer(dev, flag, on_error)
         return True
 
     def xent_backward(self, out, x, target, wt, lse, grad, total, ignore_index: int) -> None:
@@ -240,7 +204,7 @@ class CLNN:
         args.idx(S)
         args.buf(flag.data)
         self._run(dev, "nll", f"nll_{x.dtype.ctype}", args, params, S)
-        _defer(dev, flag, on_error)
+        defer(dev, flag, on_error)
         return True
 
     def embedding(self, out, weight, idx, on_error) -> bool:
@@ -266,7 +230,7 @@ class CLNN:
         args.scalar(np.int64, weight.shape[0])
         args.buf(flag.data)
         self._run(dev, "embedding", f"embedding_{weight.dtype.ctype}", args, params, N * Dm)
-        _defer(dev, flag, on_error)
+        defer(dev, flag, on_error)
         return True
 
     def embedding_backward(self, acc, grad, idx, padding_idx: int) -> None:
