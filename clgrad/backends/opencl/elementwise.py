@@ -71,10 +71,16 @@ class CLElementwise:
         Launchers are cached on exactly that, so the per-op Python work of a repeated op is filling in buffers,
         offsets and scalars: the kernel, its geometry and the layout arguments are worked out once.
         """
-        big = max([out.numel()] + [x._storage.size for x in inputs if not isinstance(x, SCALAR_TYPES)]
-                  + [out._storage.size]) > INT32_MAX
-        key = (op, compute, out.dtype, out._shape, out._strides, big, out.device.index,
-               *[type(x) if isinstance(x, SCALAR_TYPES) else (x.dtype, x._strides) for x in inputs])
+        most = max(out.numel(), out._storage.size)
+        layout = []
+        for x in inputs:  # one pass, one type test per operand: this runs for every op
+            if isinstance(x, SCALAR_TYPES):
+                layout.append(type(x))
+            else:
+                most = max(most, x._storage.size)
+                layout.append((x.dtype, x._strides))
+        big = most > INT32_MAX
+        key = (op, compute, out.dtype, out._shape, out._strides, big, out.device.index, *layout)
         launch = self._launchers.get(key)
         if launch is None:
             if len(self._launchers) >= _MAX_LAUNCHERS:
