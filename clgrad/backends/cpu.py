@@ -6,6 +6,7 @@ import numpy as np
 
 from .. import dtypes as D
 from ..device import CPU
+from ..registry.elementwise import OPS
 from ..storage import Storage
 from .common import cast, compute_np, is_scalar, view_of  # noqa: F401 (cast: the ops layer imports it from here)
 from .cpu_conv import CPUConv
@@ -15,7 +16,6 @@ from .cpu_nn import CPUNN
 from .cpu_random import CPURandom
 from .cpu_reduce import CPUReduce
 from .cpu_scan import CPUScan
-from ..registry.elementwise import OPS
 
 
 class CPUBackend(CPUReduce, CPUMatmul, CPURandom, CPUIndex, CPUScan, CPUConv, CPUNN):

@@ -10,6 +10,7 @@ from functools import lru_cache
 from typing import NamedTuple
 
 import numpy as np
+
 from .common import Window, cast, compute_np, view_of
 
 

@@ -9,6 +9,7 @@ the dim it indexes and that dim's stride. Element i of the space then lives at
 from __future__ import annotations
 
 import numpy as np
+
 from .common import first_bad, is_scalar, view_of
 
 

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import numpy as np
 
-from .. import dtypes as D
 from .common import IDENTITY, acc_dtype, cast, view_of  # noqa: F401 (IDENTITY: re-exported)
 
 OPS = ("sum", "prod", "max", "min", "all", "any")

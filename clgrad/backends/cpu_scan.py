@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 
 from .. import dtypes as D
-from .cpu_reduce import acc_dtype
 from .common import cast, view_of
+from .cpu_reduce import acc_dtype
 
 
 def _stable_order(a: np.ndarray, axis: int, descending: bool) -> np.ndarray:

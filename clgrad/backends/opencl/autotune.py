@@ -17,10 +17,10 @@ import time
 
 import numpy as np
 
+from ... import backends
 from ... import dtypes as D
 from ..._version import __version__
 from ...device import device as as_device
-from ... import backends
 from ..common import Desc
 from . import programs, runtime
 from .tilings import TILINGS, Tiling

@@ -8,6 +8,7 @@ from ..common import INT32_MAX, expand, is_contiguous, view
 from . import autotune, looplimit, programs
 from .launch import Launcher
 from .tilings import FEW_TILES, SHORT_M, SKINNY_M, TILINGS, Tiling  # noqa: F401 (TILINGS: tests read it here)
+
 # Most OpenCL runtimes cap the 3rd global dimension well below 2**32 (CUDA grids at 65535), so longer
 # batches go in several launches.
 MAX_BATCH = 65535
