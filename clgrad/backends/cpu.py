@@ -18,12 +18,20 @@ from .cpu_reduce import CPUReduce
 from .cpu_scan import CPUScan
 
 
-class CPUBackend(CPUReduce, CPUMatmul, CPURandom, CPUIndex, CPUScan, CPUConv, CPUNN):
-    """The ``Backend`` protocol (interface.py) in numpy: the reference every other backend is tested against."""
+class CPUBackend:
+    """The ``Backend`` protocol (interface.py) in numpy: the reference every other backend is tested against. Memory
+    and elementwise here, every other primitive bound from an op family object, as in the OpenCL backend."""
 
     name = "cpu"
+    FAMILIES = (CPUReduce, CPUMatmul, CPURandom, CPUIndex, CPUScan, CPUConv, CPUNN)
     fused_optim = None  # no fused optimizer steps: optimizers compose them from elementwise ops
     fused_rnn = None  # no fused LSTM steps: nn.LSTM composes them from elementwise table ops
+
+    def __init__(self):
+        for family in self.FAMILIES:
+            ops = family(self)
+            for name in family.PRIMITIVES:
+                setattr(self, name, getattr(ops, name))
 
     def empty(self, dev, dt: D.dtype, size: int) -> Storage:
         return Storage(CPU, dt, size, np.empty(size, dt.np))

@@ -1,4 +1,4 @@
-"""cpu implementation of the ``conv`` primitives (a mixin of CPUBackend): the numpy reference for
+"""cpu implementation of the ``conv`` primitives (an op family of CPUBackend): the numpy reference for
 im2col/col2im (convolution through matmul), pooling and interpolation, each with its backward.
 
 Every primitive works on 4-D [N, C, H, W] tensors (1-D ops add H = 1); inputs may have any strides, outputs are
@@ -131,6 +131,11 @@ def _interp_matrix(t: Interp, size: int) -> np.ndarray:
 
 
 class CPUConv:
+    PRIMITIVES = ("im2col", "matmul_sum", "conv_bias", "col2im", "max_pool2d", "max_pool2d_backward", "pool_gather", "avg_pool2d", "avg_pool2d_backward", "adaptive_avg_pool2d", "adaptive_avg_pool2d_backward", "upsample2d", "upsample2d_backward")
+
+    def __init__(self, backend):
+        self.be = backend
+
     def im2col(self, cols, x, win: Window) -> None:
         """cols [N, C*kh*kw, oh*ow] (contiguous) = the window taps of x [N, C, H, W], zero outside x."""
         xv = view_of(x)

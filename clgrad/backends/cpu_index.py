@@ -1,4 +1,4 @@
-"""cpu implementation of the ``index`` primitives (a mixin of CPUBackend): the reference semantics.
+"""cpu implementation of the ``index`` primitives (an op family of CPUBackend): the reference semantics.
 
 The ops layer describes every indexing op (getitem, index_put, gather, scatter, index_select, index_add,
 index_fill) the same way: an index space of shape R, the data tensor restrided over R (stride 0 on the
@@ -36,6 +36,11 @@ _ACCUMULATE = {("add", False): np.add, ("mul", False): np.multiply,
 
 
 class CPUIndex:
+    PRIMITIVES = ("index_gather", "index_put", "nonzero")
+
+    def __init__(self, backend):
+        self.be = backend
+
     def index_gather(self, out, src, indices, wrap: bool = True, checked: bool = True):
         """``out[i] = src.storage[src position of i]`` over the index space ``out.shape`` (= ``src.shape``).
 

@@ -1,4 +1,4 @@
-"""cpu implementation of the ``nn`` primitives (a mixin of CPUBackend): the numpy reference for
+"""cpu implementation of the ``nn`` primitives (an op family of CPUBackend): the numpy reference for
 ``backends/opencl/nn.py`` (same arguments, same results up to rounding)."""
 from __future__ import annotations
 
@@ -35,6 +35,11 @@ def _nll_into(loss, wt, logp: np.ndarray, target, weight, ignore_index: int) -> 
 
 
 class CPUNN:
+    PRIMITIVES = ("softmax", "nll", "xent", "xent_backward", "embedding", "embedding_backward", "moments")
+
+    def __init__(self, backend):
+        self.be = backend
+
     def softmax(self, mode: str, out, inputs, dim: int) -> None:
         """Row-wise ``mode`` along ``dim`` (see CLNN.softmax)."""
         if out.numel() == 0:

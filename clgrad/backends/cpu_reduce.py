@@ -1,4 +1,4 @@
-"""cpu implementation of the ``reduce`` primitive (a mixin of CPUBackend); the accumulation rule that every
+"""cpu implementation of the ``reduce`` primitive (an op family of CPUBackend); the accumulation rule that every
 backend shares is ``common.acc_dtype``."""
 from __future__ import annotations
 
@@ -10,6 +10,11 @@ OPS = ("sum", "prod", "max", "min", "all", "any")
 
 
 class CPUReduce:
+    PRIMITIVES = ("reduce",)
+
+    def __init__(self, backend):
+        self.be = backend
+
     def reduce(self, op: str, src, dims, out, out_idx=None) -> None:
         """Reduce ``src`` over ``dims`` into ``out`` (contiguous, ``src``'s shape with 1 on ``dims``).
 

@@ -1,4 +1,4 @@
-"""cpu implementation of the ``scan`` primitives (a mixin of CPUBackend): scans, the stable row sort, and the
+"""cpu implementation of the ``scan`` primitives (an op family of CPUBackend): scans, the stable row sort, and the
 gather / scatter / bin-count helpers of sort-based ops. numpy is the reference the OpenCL kernels match."""
 from __future__ import annotations
 
@@ -32,6 +32,11 @@ def _as_3d(t_shape, dim: int):
 
 
 class CPUScan:
+    PRIMITIVES = ("scan", "sort", "gather_dim", "scatter_dim", "bincount")
+
+    def __init__(self, backend):
+        self.be = backend
+
     def scan(self, op: str, src, dim: int, out, reverse: bool = False) -> None:
         """Inclusive ``op`` (sum or prod) scan of ``src`` along ``dim`` into ``out`` (same shape, any layout),
         accumulating as the reductions do (float32 for float16, int64 wrapping for integers); ``reverse``

@@ -33,7 +33,7 @@ def _data(t):
 
 
 class CLConv:
-    PRIMITIVES = ('im2col', 'conv_bias', 'col2im', 'max_pool2d', 'max_pool2d_backward', 'pool_gather', 'avg_pool2d', 'avg_pool2d_backward', 'adaptive_avg_pool2d', 'adaptive_avg_pool2d_backward', 'upsample2d', 'upsample2d_backward')
+    PRIMITIVES = ("im2col", "conv_bias", "col2im", "max_pool2d", "max_pool2d_backward", "pool_gather", "avg_pool2d", "avg_pool2d_backward", "adaptive_avg_pool2d", "adaptive_avg_pool2d_backward", "upsample2d", "upsample2d_backward")
 
     def __init__(self, backend, launcher: Launcher):
         self.be, self.rt = backend, launcher

@@ -56,7 +56,7 @@ def _atomic_kind(dev, dt: D.dtype, mode: str) -> str:
 
 
 class CLIndex:
-    PRIMITIVES = ('index_gather', 'index_put', 'nonzero')
+    PRIMITIVES = ("index_gather", "index_put", "nonzero")
 
     def __init__(self, backend, launcher: Launcher):
         self.be, self.rt = backend, launcher

@@ -74,7 +74,7 @@ _MAX_LAUNCHERS = 4096
 
 
 class CLMatmul:
-    PRIMITIVES = ('matmul', 'matmul_sum')
+    PRIMITIVES = ("matmul", "matmul_sum")
 
     def __init__(self, backend, launcher: Launcher):
         self.be, self.rt = backend, launcher

@@ -70,7 +70,7 @@ def _along(t, shape, dim: int):
 
 
 class CLNN:
-    PRIMITIVES = ('softmax', 'xent', 'xent_backward', 'nll', 'embedding', 'embedding_backward', 'moments')
+    PRIMITIVES = ("softmax", "xent", "xent_backward", "nll", "embedding", "embedding_backward", "moments")
 
     def __init__(self, backend, launcher: Launcher):
         self.be, self.rt = backend, launcher

@@ -19,7 +19,7 @@ _NP = {"float": np.float32, "double": np.float64}
 
 
 class CLOptim:
-    PRIMITIVES = ('adam_step', 'sgd_step')
+    PRIMITIVES = ("adam_step", "sgd_step")
 
     def __init__(self, backend, launcher: Launcher):
         self.be, self.rt = backend, launcher

@@ -11,7 +11,7 @@ _MASK64 = 0xFFFFFFFFFFFFFFFF
 
 
 class CLRandom:
-    PRIMITIVES = ('random',)
+    PRIMITIVES = ("random",)
 
     def __init__(self, backend, launcher: Launcher):
         self.be, self.rt = backend, launcher

@@ -127,7 +127,7 @@ def _layout(shape: tuple, strides: tuple, dims: tuple, reorder: bool) -> tuple:
 
 
 class CLReduce:
-    PRIMITIVES = ('reduce',)
+    PRIMITIVES = ("reduce",)
 
     def __init__(self, backend, launcher: Launcher):
         # kernels and local-memory arguments by launch signature: a repeated reduction skips rendering the key

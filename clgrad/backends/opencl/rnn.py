@@ -17,7 +17,7 @@ _STEP_OPS = ("rnn_pre", "lstm_c", "lstm_h", "add", "lstm_do", "lstm_dc", "lstm_d
 
 
 class CLRNN:
-    PRIMITIVES = ('lstm_step', 'lstm_step_backward')
+    PRIMITIVES = ("lstm_step", "lstm_step_backward")
 
     def __init__(self, backend, launcher: Launcher):
         self.be, self.rt = backend, launcher

@@ -78,7 +78,7 @@ def _fp64(*dts) -> bool:
 
 
 class CLScan:
-    PRIMITIVES = ('scan', 'sort', 'gather_dim', 'scatter_dim', 'bincount')
+    PRIMITIVES = ("scan", "sort", "gather_dim", "scatter_dim", "bincount")
 
     def __init__(self, backend, launcher: Launcher):
         self.be, self.rt = backend, launcher
