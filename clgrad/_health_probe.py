@@ -18,11 +18,13 @@ import sys
 
 import numpy as np
 
+import clgrad as torch
+import clgrad.nn.functional as F
+from clgrad.backends.opencl import programs, runtime
+
 
 def _cases(torch, dev: str, fp64: bool):
     """(name, fn) pairs; ``fn(device)`` returns tensors that must match between ``dev`` and cpu."""
-    import clgrad.nn.functional as F
-
     rng = np.random.default_rng(0)
     a = rng.standard_normal((33, 1031)).astype(np.float32)
     b = rng.standard_normal((1031,)).astype(np.float32)
@@ -121,8 +123,6 @@ def _compare(name: str, got: list, want: list) -> str:
 
 
 def main(index: int) -> int:
-    import clgrad as torch
-
     dev = f"opencl:{index}"
     fp64 = torch.opencl.get_device_properties(index).fp64
     for name, fn in _cases(torch, dev, fp64):
@@ -153,8 +153,6 @@ def main(index: int) -> int:
 def _reload_binaries(index: int) -> bool:
     """Forget the built programs so the next kernels load from clgrad's binary cache; False where there is none
     (PoCL keeps its own cache; CLGRAD_NO_CACHE=1)."""
-    from clgrad.backends.opencl import programs, runtime
-
     if programs.cache_dir() is None or programs._caches_itself(runtime.get(index)):
         return False
     programs.clear()

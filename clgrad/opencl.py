@@ -2,7 +2,9 @@
 from __future__ import annotations
 
 from .backends.opencl import health, runtime
+from .backends.opencl.pending import check_pending
 from .backends.opencl.runtime import DeviceProperties
+from .device import device as _device
 
 
 def is_available() -> bool:
@@ -19,8 +21,6 @@ def device_count() -> int:
 def _index(device) -> int:
     """The OpenCL index ``device`` names (None: the default device). A device that failed the health check is
     still named: its properties and verdict can be asked for; only computing on it raises."""
-    from .device import device as _device
-
     if device is None:
         return runtime.default_index()
     if isinstance(device, int):
@@ -46,8 +46,6 @@ def get_device_properties(device=None) -> DeviceProperties:
 
 def synchronize(device=None) -> None:
     """Wait for all queued work on ``device`` (every device when None)."""
-    from .backends.opencl.nn import check_pending
-
     devs = runtime.devices() if device is None else [runtime.get(_index(device))]
     for d in devs:
         if d._queue is not None:

@@ -395,11 +395,10 @@ _ran: set = set()  # (device, template) whose runner ran on every size and dtype
 def _record_kernels():
     """Wrap the kernel cache's entry point to note each (template, kind) built. Elementwise launchers are cached
     above it, so those caches start empty here."""
-    from clgrad.backends.opencl import backend
     from clgrad.ops import pointwise
 
-    for module, name in ((backend, "_LAUNCHERS"), (pointwise, "_PLANS")):
-        getattr(module, name, {}).clear()
+    programs.invalidate()  # the backends' launch caches
+    getattr(pointwise, "_PLANS", {}).clear()
     original = programs.get_kernel
 
     def recording(dev, template, name, arg_dtypes, params):

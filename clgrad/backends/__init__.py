@@ -1,8 +1,9 @@
-"""Backends implement a short list of primitives; every op is composed from them.
-
-The primitives (see ``cpu.CPUBackend`` for the reference semantics):
-``empty``, ``write``, ``read``, ``elementwise`` (n-ary with broadcasting; copy, cast and fill are
-the ``identity`` op), ``reduce``, ``matmul``, ``random`` and ``synchronize``.
+"""Backends implement the primitives every op is composed from; ``interface.Backend`` (a typing.Protocol) lists
+them with their semantics: memory (``empty``, ``write``, ``read``, ``synchronize``), ``elementwise`` (copy, cast and
+fill are its ``identity`` op), ``reduce``, ``matmul``, ``random``, index, scan, conv and nn primitives, and the
+optional capabilities ``fused_optim`` and ``fused_rnn`` (None where a backend lacks them). ``cpu.CPUBackend`` (numpy)
+is the reference; ``opencl.backend.OpenCLBackend`` launches kernels. Backends see tensor descriptors only
+(``common.py``), never the Tensor.
 """
 from __future__ import annotations
 
@@ -18,6 +19,7 @@ def get(dev):
     if dev.type == "cpu":
         return _cpu
     if _opencl is None:
+        # imported on first use: it imports pyopencl (~0.2 s), which programs that stay on the cpu never pay
         from .opencl.backend import OpenCLBackend
 
         _opencl = OpenCLBackend()

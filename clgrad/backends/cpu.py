@@ -6,7 +6,9 @@ import numpy as np
 
 from .. import dtypes as D
 from ..device import CPU
+from ..registry.elementwise import OPS
 from ..storage import Storage
+from .common import cast, compute_np, is_scalar, view_of  # noqa: F401 (cast: the ops layer imports it from here)
 from .cpu_conv import CPUConv
 from .cpu_index import CPUIndex
 from .cpu_matmul import CPUMatmul
@@ -14,42 +16,22 @@ from .cpu_nn import CPUNN
 from .cpu_random import CPURandom
 from .cpu_reduce import CPUReduce
 from .cpu_scan import CPUScan
-from ..registry.elementwise import OPS
 
 
-def view_of(t) -> np.ndarray:
-    """A numpy view (shared memory, writeable) of a cpu tensor."""
-    st = t._storage
-    if t.numel() == 0:
-        return np.empty(t.shape, st.dtype.np)
-    item = st.dtype.itemsize
-    return np.ndarray(
-        t.shape, st.dtype.np, buffer=st.data, offset=t._offset * item, strides=tuple(s * item for s in t._strides)
-    )
+class CPUBackend:
+    """The ``Backend`` protocol (interface.py) in numpy: the reference every other backend is tested against. Memory
+    and elementwise here, every other primitive bound from an op family object, as in the OpenCL backend."""
 
-
-def compute_np(d: D.dtype) -> np.dtype:
-    """numpy dtype that arithmetic runs in: float16 computes in float32, as on OpenCL."""
-    return np.dtype(np.float32) if d is D.float16 else d.np
-
-
-def cast(values: np.ndarray, to: D.dtype) -> np.ndarray:
-    """Convert computed values to ``to`` exactly as the OpenCL kernels' store does."""
-    values = np.asarray(values)
-    if to is D.bool:
-        return values != 0
-    if to is D.float16 and values.dtype == np.float64:
-        values = values.astype(np.float32)  # double -> float -> half, as c10::Half (and the kernels) convert
-    if values.dtype.kind == "f" and to.kind in "iu" and to is not D.int64:
-        # C leaves float -> small int of out-of-range values undefined; go through int64 everywhere
-        with np.errstate(invalid="ignore"):
-            return values.astype(np.int64).astype(to.np)
-    with np.errstate(invalid="ignore", over="ignore"):
-        return values.astype(to.np)
-
-
-class CPUBackend(CPUReduce, CPUMatmul, CPURandom, CPUIndex, CPUScan, CPUConv, CPUNN):
     name = "cpu"
+    FAMILIES = (CPUReduce, CPUMatmul, CPURandom, CPUIndex, CPUScan, CPUConv, CPUNN)
+    fused_optim = None  # no fused optimizer steps: optimizers compose them from elementwise ops
+    fused_rnn = None  # no fused LSTM steps: nn.LSTM composes them from elementwise table ops
+
+    def __init__(self):
+        for family in self.FAMILIES:
+            ops = family(self)
+            for name in family.PRIMITIVES:
+                setattr(self, name, getattr(ops, name))
 
     def empty(self, dev, dt: D.dtype, size: int) -> Storage:
         return Storage(CPU, dt, size, np.empty(size, dt.np))
@@ -79,15 +61,15 @@ class CPUBackend(CPUReduce, CPUMatmul, CPURandom, CPUIndex, CPUScan, CPUConv, CP
         arrays = []
         for k, x in enumerate(inputs):
             if k in entry.bool_args:
-                arr = (view_of(x) if hasattr(x, "_storage") else np.array(x)).astype(np.bool_, copy=False)
-            elif hasattr(x, "_storage"):
+                arr = (np.array(x) if is_scalar(x) else view_of(x)).astype(np.bool_, copy=False)
+            elif is_scalar(x):  # Python scalars enter the computation unrounded, like PyTorch's opmath scalars
+                with np.errstate(all="ignore"):
+                    arr = np.array(x).astype(cnp)
+            else:
                 arr = view_of(x)
                 if compute is D.float16 and x.dtype is not D.float16:
                     arr = cast(arr, D.float16)  # operands convert to the common dtype first, as in PyTorch
                 arr = arr.astype(cnp, copy=False)
-            else:  # Python scalars enter the computation unrounded, like PyTorch's opmath scalars
-                with np.errstate(all="ignore"):
-                    arr = np.array(x).astype(cnp)
             arrays.append(arr)
         with np.errstate(all="ignore"):
             result = entry.np(*arrays)

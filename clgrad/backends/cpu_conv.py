@@ -1,4 +1,4 @@
-"""cpu implementation of the ``conv`` primitives (a mixin of CPUBackend): the numpy reference for
+"""cpu implementation of the ``conv`` primitives (an op family of CPUBackend): the numpy reference for
 im2col/col2im (convolution through matmul), pooling and interpolation, each with its backward.
 
 Every primitive works on 4-D [N, C, H, W] tensors (1-D ops add H = 1); inputs may have any strides, outputs are
@@ -11,23 +11,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-
-class Window(NamedTuple):
-    """A 2-D sliding window: kernel, stride, padding before (top, left), dilation, and the output size.
-
-    Padding after is implicit: windows may reach past the input's end, and what they reach there is padding.
-    """
-
-    kh: int
-    kw: int
-    sh: int
-    sw: int
-    ph: int
-    pw: int
-    dh: int
-    dw: int
-    oh: int
-    ow: int
+from .common import Window, cast, compute_np, view_of
 
 
 class Interp(NamedTuple):
@@ -102,15 +86,11 @@ def _taps(win: Window):
 
 
 def _store(out, values) -> None:
-    from .cpu import cast, view_of
-
     np.copyto(view_of(out), cast(values, out.dtype), casting="unsafe")
 
 
 def _host(t) -> np.ndarray:
     """A cpu tensor's values in its compute dtype (float16 computes in float32)."""
-    from .cpu import compute_np, view_of
-
     return view_of(t).astype(compute_np(t.dtype), copy=False)
 
 
@@ -151,10 +131,13 @@ def _interp_matrix(t: Interp, size: int) -> np.ndarray:
 
 
 class CPUConv:
+    PRIMITIVES = ("im2col", "matmul_sum", "conv_bias", "col2im", "max_pool2d", "max_pool2d_backward", "pool_gather", "avg_pool2d", "avg_pool2d_backward", "adaptive_avg_pool2d", "adaptive_avg_pool2d_backward", "upsample2d", "upsample2d_backward")
+
+    def __init__(self, backend):
+        self.be = backend
+
     def im2col(self, cols, x, win: Window) -> None:
         """cols [N, C*kh*kw, oh*ow] (contiguous) = the window taps of x [N, C, H, W], zero outside x."""
-        from .cpu import view_of
-
         xv = view_of(x)
         n, c = xv.shape[:2]
         xp = _padded(xv, win, 0, xv.dtype)
@@ -165,8 +148,6 @@ class CPUConv:
     def matmul_sum(self, out, a, b) -> None:
         """out[z] (contiguous [Z, M, N]) = the sum of a[i] @ b[i] over chunk z of the batch (chunks of
         ceil(B / Z) batches): a convolution's weight gradient, summed over the samples."""
-        from .cpu import cast, compute_np, view_of
-
         z, per = out.shape[0], -(-a.shape[0] // max(out.shape[0], 1))
         x, y = (view_of(t).astype(compute_np(out.dtype), copy=False) for t in (a, b))
         parts = [np.matmul(x[i * per:(i + 1) * per], y[i * per:(i + 1) * per]).sum(0) for i in range(z)]
@@ -174,8 +155,6 @@ class CPUConv:
 
     def conv_bias(self, out, bias) -> None:
         """out [N, C, ...] (contiguous) += bias [C] per channel, computed as the elementwise add would."""
-        from .cpu import view_of
-
         o = view_of(out)
         b = _host(bias).reshape((1, -1) + (1,) * (o.ndim - 2))
         _store(out, o.astype(b.dtype) + b)
@@ -213,8 +192,6 @@ class CPUConv:
 
     def max_pool2d_backward(self, grad_in, grad_out, indices, win: Window) -> None:
         """grad_in [N, C, H, W] = grad_out summed into the positions ``indices`` name."""
-        from .cpu import view_of
-
         n, c, h, w = grad_in.shape
         g = _host(grad_out).reshape(n * c, -1)
         idx = view_of(indices).reshape(n * c, -1)
@@ -226,8 +203,6 @@ class CPUConv:
 
     def pool_gather(self, out, src, indices) -> None:
         """out [N, C, oh, ow] = src [N, C, H, W] at each plane's flat ``indices`` (max-pool backward's adjoint)."""
-        from .cpu import view_of
-
         n, c = out.shape[:2]
         flat = _host(src).reshape(n * c, -1)
         idx = view_of(indices).reshape(n * c, -1)

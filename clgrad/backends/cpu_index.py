@@ -1,4 +1,4 @@
-"""cpu implementation of the ``index`` primitives (a mixin of CPUBackend): the reference semantics.
+"""cpu implementation of the ``index`` primitives (an op family of CPUBackend): the reference semantics.
 
 The ops layer describes every indexing op (getitem, index_put, gather, scatter, index_select, index_add,
 index_fill) the same way: an index space of shape R, the data tensor restrided over R (stride 0 on the
@@ -10,26 +10,11 @@ from __future__ import annotations
 
 import numpy as np
 
-
-def first_bad(hosts, wrap: bool):
-    """(k, value) of the first out-of-range index in iteration order (then in index order), or None.
-
-    ``hosts`` are (values broadcast over R, size, step); with ``wrap`` negative values count from the end.
-    """
-    best = None
-    for k, (v, size, _) in enumerate(hosts):
-        bad = (v < (-size if wrap else 0)) | (v >= size)
-        if bad.any():
-            pos = int(np.flatnonzero(bad.reshape(-1))[0])
-            if best is None or (pos, k) < best[0]:
-                best = ((pos, k), int(v.reshape(-1)[pos]))
-    return None if best is None else (best[0][1], best[1])
+from .common import first_bad, is_scalar, view_of
 
 
 def _positions(base, indices, wrap: bool):
     """Storage positions of every element of the index space, or (None, first bad index)."""
-    from .cpu import view_of
-
     shape = tuple(base.shape)
     pos = np.asarray(base._offset, np.int64)
     for d, (n, st) in enumerate(zip(shape, base._strides)):
@@ -51,14 +36,17 @@ _ACCUMULATE = {("add", False): np.add, ("mul", False): np.multiply,
 
 
 class CPUIndex:
+    PRIMITIVES = ("index_gather", "index_put", "nonzero")
+
+    def __init__(self, backend):
+        self.be = backend
+
     def index_gather(self, out, src, indices, wrap: bool = True, checked: bool = True):
         """``out[i] = src.storage[src position of i]`` over the index space ``out.shape`` (= ``src.shape``).
 
         Returns None, or (k, value) of the first out-of-range index (nothing is written then); negative
         indices count from the end when ``wrap``.
         """
-        from .cpu import view_of
-
         if out.numel() == 0:
             return None
         pos, bad = _positions(src, indices, wrap)
@@ -71,14 +59,12 @@ class CPUIndex:
         """``dst.storage[dst position of i] (op)= value[i]``; ``value`` is a tensor of dst's dtype restrided
         over the index space, or a numpy scalar of that dtype. ``mode`` 'store' (with duplicate positions
         the last write wins), 'add' or 'mul' (every duplicate counts; logical or/and on bool)."""
-        from .cpu import view_of
-
         if dst.numel() == 0:
             return None
         pos, bad = _positions(dst, indices, wrap)
         if bad is not None:
             return bad
-        vals = view_of(value) if hasattr(value, "_storage") else np.asarray(value, dst.dtype.np)
+        vals = np.asarray(value, dst.dtype.np) if is_scalar(value) else view_of(value)
         vals = np.broadcast_to(vals, pos.shape).reshape(-1)
         flat = dst._storage.data
         if mode == "store":
@@ -91,8 +77,6 @@ class CPUIndex:
     def nonzero(self, src, alloc):
         """Coordinates of the nonzero elements of ``src`` (row-major order) written into ``alloc(count)``,
         an int64 tensor of shape (count, ndim)."""
-        from .cpu import view_of
-
         coords = np.argwhere(view_of(src))
         out = alloc(len(coords))
         if out.numel():

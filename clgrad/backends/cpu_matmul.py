@@ -1,20 +1,24 @@
-"""cpu implementation of the ``matmul`` primitive (a mixin of CPUBackend)."""
+"""cpu implementation of the ``matmul`` primitive (an op family of CPUBackend)."""
 from __future__ import annotations
 
 import numpy as np
 
 from .. import dtypes as D
+from .common import cast, compute_np, expand, view_of
 
 
 class CPUMatmul:
+    PRIMITIVES = ("matmul",)
+
+    def __init__(self, backend):
+        self.be = backend
+
     def matmul(self, out, a, b, bias=None) -> None:
         """out[i] = a[i] @ b[i] (+ bias [N]) for a [B, M, K], b [B, K, N] of any strides and out contiguous [B, M, N].
 
         Same arithmetic as the OpenCL kernel: float16 accumulates in float32; integers wrap around in
         their own width (summed in uint64, whose wrap-around numpy defines, then truncated).
         """
-        from .cpu import cast, compute_np, view_of
-
         if out.numel() == 0:
             return
         dt = out.dtype
@@ -26,4 +30,4 @@ class CPUMatmul:
             result = np.matmul(x, y)
         np.copyto(view_of(out), cast(result, dt), casting="unsafe")
         if bias is not None:  # rounded to the output dtype first, then added, as the kernel's store does
-            self.elementwise("add", out, [out, bias.expand(out.shape)], dt)
+            self.be.elementwise("add", out, [out, expand(bias, out.shape)], dt)

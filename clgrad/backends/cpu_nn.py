@@ -1,4 +1,4 @@
-"""cpu implementation of the ``nn`` primitives (a mixin of CPUBackend): the numpy reference for
+"""cpu implementation of the ``nn`` primitives (an op family of CPUBackend): the numpy reference for
 ``backends/opencl/nn.py`` (same arguments, same results up to rounding)."""
 from __future__ import annotations
 
@@ -7,6 +7,7 @@ import warnings
 import numpy as np
 
 from .. import dtypes as D
+from .common import cast, view_of
 
 
 def _acc_np(dt: D.dtype) -> np.dtype:
@@ -16,8 +17,6 @@ def _acc_np(dt: D.dtype) -> np.dtype:
 def _nll_into(loss, wt, logp: np.ndarray, target, weight, ignore_index: int) -> bool:
     """``loss = -w[t] * logp[n, t]`` and ``wt = w[t]`` (0 where ignored) for logp [N, C, d...] in the accumulation
     dtype; False if a target is out of range."""
-    from .cpu import cast, view_of
-
     acc = logp.dtype
     xs = np.moveaxis(logp, 1, -1)  # [N, d..., C]
     t = view_of(target).astype(np.int64)
@@ -36,10 +35,13 @@ def _nll_into(loss, wt, logp: np.ndarray, target, weight, ignore_index: int) -> 
 
 
 class CPUNN:
+    PRIMITIVES = ("softmax", "nll", "xent", "xent_backward", "embedding", "embedding_backward", "moments")
+
+    def __init__(self, backend):
+        self.be = backend
+
     def softmax(self, mode: str, out, inputs, dim: int) -> None:
         """Row-wise ``mode`` along ``dim`` (see CLNN.softmax)."""
-        from .cpu import cast, view_of  # cpu.py imports this module
-
         if out.numel() == 0:
             return
         acc = _acc_np(out.dtype)
@@ -60,16 +62,12 @@ class CPUNN:
 
     def nll(self, loss, wt, x, target, weight, ignore_index: int, on_error) -> bool:
         """Per-sample nll pieces (see CLNN.nll); False if a target is out of range."""
-        from .cpu import view_of
-
         if loss.numel() == 0:
             return True
         return _nll_into(loss, wt, view_of(x).astype(_acc_np(x.dtype)), target, weight, ignore_index)
 
     def xent(self, loss, wt, lse, x, target, weight, ignore_index: int, on_error) -> bool:
         """Fused cross-entropy pieces (see CLNN.xent); False if a target is out of range."""
-        from .cpu import cast, view_of
-
         if loss.numel() == 0:
             return True
         a = view_of(x).astype(_acc_np(x.dtype))
@@ -84,8 +82,6 @@ class CPUNN:
 
     def xent_backward(self, out, x, target, wt, lse, grad, total, ignore_index: int) -> None:
         """Cross-entropy (x given) or nll (x None) gradient (see CLNN.xent_backward)."""
-        from .cpu import cast, view_of
-
         if out.numel() == 0:
             return
         acc = _acc_np(out.dtype)
@@ -105,8 +101,6 @@ class CPUNN:
 
     def embedding(self, out, weight, idx, on_error) -> bool:
         """``out[n] = weight[idx[n]]`` (see CLNN.embedding); False if an index is out of range."""
-        from .cpu import view_of
-
         i = view_of(idx).astype(np.int64)
         if ((i < 0) | (i >= weight.shape[0])).any():
             return False
@@ -115,16 +109,12 @@ class CPUNN:
 
     def embedding_backward(self, acc, grad, idx, padding_idx: int) -> None:
         """``acc[idx[n]] += grad[n]`` except at ``padding_idx`` (see CLNN.embedding_backward)."""
-        from .cpu import view_of
-
         i = view_of(idx).astype(np.int64)
         keep = (i != padding_idx) & (i >= 0) & (i < acc.shape[0])
         np.add.at(view_of(acc), i[keep], view_of(grad)[keep].astype(acc.dtype.np))
 
     def moments(self, mean, var, x, dims) -> None:
         """Mean and biased variance over ``dims`` (see CLNN.moments), two-pass in the accumulation dtype."""
-        from .cpu import view_of
-
         if mean.numel() == 0:
             return
         a = view_of(x).astype(mean.dtype.np)

@@ -1,37 +1,26 @@
-"""cpu implementation of the ``reduce`` primitive (a mixin of CPUBackend), and the accumulation rule
-that every backend shares."""
+"""cpu implementation of the ``reduce`` primitive (an op family of CPUBackend); the accumulation rule that every
+backend shares is ``common.acc_dtype``."""
 from __future__ import annotations
 
 import numpy as np
 
-from .. import dtypes as D
+from .common import IDENTITY, acc_dtype, cast, view_of  # noqa: F401 (IDENTITY: re-exported)
 
 OPS = ("sum", "prod", "max", "min", "all", "any")
-# what a reduction over zero elements gives (max/min have none: the ops layer raises first)
-IDENTITY = {"sum": 0, "prod": 1, "all": True, "any": False}
-
-
-def acc_dtype(op: str, src: D.dtype, out: D.dtype) -> D.dtype:
-    """The dtype ``op`` accumulates in: float32 for float16, int64 for integer sums and products,
-    the input's own type for max/min (exact), bool for all/any."""
-    if op in ("sum", "prod"):
-        if out.kind == "f":
-            return D.float32 if out is D.float16 else out
-        return D.int64
-    if op in ("max", "min"):
-        return D.float32 if src is D.float16 else src
-    return D.bool
 
 
 class CPUReduce:
+    PRIMITIVES = ("reduce",)
+
+    def __init__(self, backend):
+        self.be = backend
+
     def reduce(self, op: str, src, dims, out, out_idx=None) -> None:
         """Reduce ``src`` over ``dims`` into ``out`` (contiguous, ``src``'s shape with 1 on ``dims``).
 
         ``op`` is one of sum/prod/max/min/all/any; for max/min, ``out_idx`` (int64, same shape) also
         receives the first position of the result in the reduced dims (row-major over them).
         """
-        from .cpu import cast, view_of
-
         if out.numel() == 0:
             return
         dims = tuple(dims)

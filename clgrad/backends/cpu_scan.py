@@ -1,10 +1,11 @@
-"""cpu implementation of the ``scan`` primitives (a mixin of CPUBackend): scans, the stable row sort, and the
+"""cpu implementation of the ``scan`` primitives (an op family of CPUBackend): scans, the stable row sort, and the
 gather / scatter / bin-count helpers of sort-based ops. numpy is the reference the OpenCL kernels match."""
 from __future__ import annotations
 
 import numpy as np
 
 from .. import dtypes as D
+from .common import cast, view_of
 from .cpu_reduce import acc_dtype
 
 
@@ -31,12 +32,15 @@ def _as_3d(t_shape, dim: int):
 
 
 class CPUScan:
+    PRIMITIVES = ("scan", "sort", "gather_dim", "scatter_dim", "bincount")
+
+    def __init__(self, backend):
+        self.be = backend
+
     def scan(self, op: str, src, dim: int, out, reverse: bool = False) -> None:
         """Inclusive ``op`` (sum or prod) scan of ``src`` along ``dim`` into ``out`` (same shape, any layout),
         accumulating as the reductions do (float32 for float16, int64 wrapping for integers); ``reverse``
         scans from the end of each row (the gradient of cumsum)."""
-        from .cpu import cast, view_of
-
         if out.numel() == 0:
             return
         a = view_of(src)
@@ -56,8 +60,6 @@ class CPUScan:
     def sort(self, src, dim: int, descending: bool, values, indices) -> None:
         """Stable sort of ``src`` along ``dim``: ``values`` (src's dtype) and their positions ``indices`` (int64).
         NaN sorts last ascending and first descending; equal keys keep their order."""
-        from .cpu import view_of
-
         if src.numel() == 0:
             return
         a = view_of(src).reshape(src.shape or (1,))
@@ -67,8 +69,6 @@ class CPUScan:
 
     def gather_dim(self, src, dim: int, index, out) -> None:
         """``out[..., j, ...] = src[..., index[..., j, ...], ...]`` with ``index`` shaped like ``out``."""
-        from .cpu import view_of
-
         if out.numel() == 0:
             return
         a = view_of(src).reshape(_as_3d(src.shape, dim))
@@ -78,8 +78,6 @@ class CPUScan:
     def scatter_dim(self, src, dim: int, index, out, mask=None) -> None:
         """``out[..., index[..., j, ...], ...] = src[..., j, ...]`` where ``mask`` (same shape) is nonzero; ``src``
         None writes ``j`` itself. Indices are distinct per row (a permutation or a subset of one)."""
-        from .cpu import view_of
-
         if index.numel() == 0:
             return
         o3 = view_of(out).reshape(_as_3d(out.shape, dim))
@@ -96,8 +94,6 @@ class CPUScan:
     def bincount(self, input, weights, out) -> None:
         """``out[b]``: how many entries of the 1-D int ``input`` equal ``b``, or the sum of their ``weights``
         (already in ``out``'s dtype)."""
-        from .cpu import view_of
-
         if out.numel() == 0:
             return
         w = None if weights is None else view_of(weights).astype(np.float64)

@@ -221,13 +221,14 @@ def adam_moments(p, grad, state: dict, group: dict):
 
 
 def fused_backend(p, *tensors):
-    """The parameter's backend when it has fused optimizer steps and they apply: ``p``, its gradient and its
-    state tensors (None entries are skipped) are contiguous and of one float dtype, on ``p``'s device.
+    """The fused optimizer steps of the parameter's backend (its ``fused_optim``) when it has them and they apply:
+    ``p``, its gradient and its state tensors (None entries are skipped) are contiguous and of one float dtype, on
+    ``p``'s device.
     Otherwise None, and the optimizer composes the same update from elementwise ops."""
-    backend = backends.get(p.device)
-    if not hasattr(backend, "adam_step") or p.dtype not in (D.float32, D.float64):
+    fused = backends.get(p.device).fused_optim
+    if fused is None or p.dtype not in (D.float32, D.float64):
         return None
     for t in (p, *tensors):
         if t is not None and (t.dtype is not p.dtype or t.device != p.device or not t.is_contiguous()):
             return None
-    return backend
+    return fused

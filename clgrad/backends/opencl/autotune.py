@@ -17,9 +17,13 @@ import time
 
 import numpy as np
 
+from ... import backends
+from ... import dtypes as D
 from ..._version import __version__
+from ...device import device as as_device
+from ..common import Desc
 from . import programs, runtime
-from .matmul import TILINGS, Tiling
+from .tilings import TILINGS, Tiling
 
 # a representative product (M, K, N) per table, in the sizes the table serves
 SIZES = {"cpu": (512, 512, 512), "gpu": (512, 512, 512), "cpu_skinny": (1, 1024, 1024), "gpu_skinny": (1, 1024, 1024),
@@ -94,27 +98,35 @@ def _fits(dev: runtime.CLDevice, t: Tiling, acc: str) -> bool:
             and t.local_bytes(acc) <= dev.props.local_memory)
 
 
-def _time(a, b, repeats: int) -> float:
-    import clgrad
+def _product(backend, a, b, out) -> np.ndarray:
+    """``a @ b`` through the matmul primitive (a, b, out: [1, M, K], [1, K, N], [1, M, N] descriptors)."""
+    backend.matmul(out, a, b)
+    return backend.read(out)[0]
 
-    a @ b  # build and warm up
-    clgrad.opencl.synchronize()
+
+def _time(backend, a, b, out, repeats: int) -> float:
+    _product(backend, a, b, out)  # build and warm up
     best = float("inf")
     for _ in range(repeats):
         start = time.perf_counter()
-        a @ b
-        clgrad.opencl.synchronize()
+        backend.matmul(out, a, b)
+        backend.synchronize(out.device)
         best = min(best, time.perf_counter() - start)
     return best
+
+
+def _upload(backend, d, host: np.ndarray) -> Desc:
+    t = Desc(backend.empty(d, D.float32, host.size), (1, *host.shape))
+    backend.write(t._storage, host)
+    return t
 
 
 def autotune(device="opencl", tables=None, repeats: int = 3, sizes: dict | None = None) -> dict:
     """Measure the candidate tilings of each table on ``device`` (float32), keep and store the fastest correct
     one per table. Returns {table: (Tiling, seconds)}."""
-    import clgrad
-
-    d = clgrad.device(device)
+    d = as_device(device)
     dev = runtime.get(d.index)
+    backend = backends.get(d)
     kind = "gpu" if dev.rank < 2 else "cpu"
     names = tables or [t for t in TILINGS if t.split("_")[0] == kind]
     rng = np.random.default_rng(0)
@@ -123,7 +135,8 @@ def autotune(device="opencl", tables=None, repeats: int = 3, sizes: dict | None 
         m, k, n = (sizes or SIZES)[table]
         a_np = rng.standard_normal((m, k)).astype(np.float32)
         b_np = rng.standard_normal((k, n)).astype(np.float32)
-        a, b = clgrad.tensor(a_np, device=d), clgrad.tensor(b_np, device=d)
+        a, b = _upload(backend, d, a_np), _upload(backend, d, b_np)
+        out = Desc(backend.empty(d, D.float32, m * n), (1, m, n))
         expect = a_np.astype(np.float64) @ b_np.astype(np.float64)
         best = None
         for t in dict.fromkeys(TILINGS[table] + EXTRA.get(table, ())):
@@ -132,9 +145,9 @@ def autotune(device="opencl", tables=None, repeats: int = 3, sizes: dict | None 
             _override[(dev.index, table)] = t
             programs.invalidate()  # cached matmul launchers hold the tiling they were built with
             try:
-                if not np.allclose((a @ b).cpu().numpy(), expect, rtol=1e-3, atol=1e-3 * np.sqrt(k)):
+                if not np.allclose(_product(backend, a, b, out), expect, rtol=1e-3, atol=1e-3 * np.sqrt(k)):
                     continue  # a candidate that computes wrongly here is never chosen
-                seconds = _time(a, b, repeats)
+                seconds = _time(backend, a, b, out, repeats)
             finally:
                 del _override[(dev.index, table)]
                 programs.invalidate()

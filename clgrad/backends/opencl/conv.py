@@ -1,4 +1,4 @@
-"""OpenCL implementation of the ``conv`` primitives (a mixin of OpenCLBackend): im2col/col2im from
+"""OpenCL implementation of the ``conv`` primitives (an op family of OpenCLBackend): im2col/col2im from
 ``kernels/conv.cl.mako``, pooling and interpolation from ``kernels/pool.cl.mako``.
 
 Same contract as ``cpu_conv.CPUConv``: 4-D [N, C, H, W] operands, inputs of any strides, outputs fresh and
@@ -10,11 +10,11 @@ from __future__ import annotations
 import numpy as np
 
 from ... import dtypes as D
+from ..common import INT32_MAX, copy_compute, view
 from . import looplimit, programs
+from .launch import Launcher, launch_size
 
-INT32_MAX = 2**31 - 1
 _BITS = {2: "ushort", 4: "uint", 8: "ulong"}  # im2col moves bits: no conversion, no fp64 needed
-_TABLES: dict = {}  # (device index, row table key, column table key, acc) -> (int table, weight table)
 _MAX_TABLES = 64
 # im2col work-items to aim for on a CPU device: enough for every core, few enough that each does real work
 CPU_ITEMS = 4096
@@ -33,16 +33,20 @@ def _data(t):
 
 
 class CLConv:
+    PRIMITIVES = ("im2col", "conv_bias", "col2im", "max_pool2d", "max_pool2d_backward", "pool_gather", "avg_pool2d", "avg_pool2d_backward", "adaptive_avg_pool2d", "adaptive_avg_pool2d_backward", "upsample2d", "upsample2d_backward")
+
+    def __init__(self, backend, launcher: Launcher):
+        self.be, self.rt = backend, launcher
+        self._tables = launcher.cache()  # (device, row table key, column table key, acc) -> (int table, weights)
+
     def _conv_launch(self, dev, template: str, kind: str, dt: D.dtype, rows: int, args: list, reach: int,
                      loops: int = 0, **params) -> None:
         """Run kernel ``kind`` of ``template`` with one work-item per row. ``args`` holds buffers, ints of the
         index type, and np.int32 flags; ``reach`` bounds every element index the kernel forms; ``loops`` bounds the
         loop iterations of one work-item (a device with a loop limit refuses more: looplimit.py)."""
-        from .backend import launch_size
-
         if rows == 0:
             return
-        self.check_dtype(dev, dt)
+        self.rt.check_dtype(dev, dt)
         looplimit.check(dev, loops, f"{template} kernel {kind} (one work-item per row)")
         big = max(reach, rows) > INT32_MAX
         idx_np = np.int64 if big else np.int32
@@ -66,21 +70,17 @@ class CLConv:
 
     def _conv_acc(self, out):
         """Where a backward kernel writes: ``out`` itself, or a float32 temporary for a float16 ``out``."""
-        from ...tensor import Tensor
-
         if out.dtype is D.float16:
-            return Tensor._empty(out.shape, D.float32, out.device)
+            return self.be.scratch(out.device, D.float32, out.shape)
         return out
 
     def _conv_finish(self, out, acc) -> None:
         if acc is not out:
-            from ...ops.pointwise import cast_into
-
-            cast_into(out, acc)
+            self.be.elementwise("identity", out, [acc], copy_compute(acc.dtype, out.dtype))
 
     def im2col(self, cols, x, win) -> None:
         n, c, h, w = x.shape
-        dev = self.dev(cols)
+        dev = self.rt.dev(cols)
         taps = n * c * win.kh * win.kw
         # CPUs: blocks of rows, so that about CPU_ITEMS work-items share the work; GPUs: one row each
         block = 1 if dev.rank < 2 else max(1, min(win.oh, -(-taps * win.oh // CPU_ITEMS)))
@@ -96,13 +96,13 @@ class CLConv:
         """out [N, C, ...] (contiguous) += bias [C] per channel."""
         n, c = out.shape[:2]
         rows, length = n * c, out.numel() // max(n * c, 1)
-        budget = looplimit.budget(self.dev(out))
+        budget = looplimit.budget(self.rt.dev(out))
         if budget is not None and length > budget:  # planes too big to loop over (looplimit.py): a broadcast add
-            planes = out._view((n, c, length), (c * length, length, 1))
-            self.elementwise("add", planes, [planes, bias._view((n, c, length), (0, bias._strides[0], 0))], out.dtype)
+            planes = view(out, (n, c, length), (c * length, length, 1))
+            self.be.elementwise("add", planes, [planes, view(bias, (n, c, length), (0, bias._strides[0], 0))], out.dtype)
             return
         args = [_data(out), _data(bias), bias._offset, bias._strides[0], c, length, rows]
-        self._conv_launch(self.dev(out), "conv", "bias", out.dtype, rows, args, max(out.numel(), bias._storage.size),
+        self._conv_launch(self.rt.dev(out), "conv", "bias", out.dtype, rows, args, max(out.numel(), bias._storage.size),
                           loops=length)
 
     def col2im(self, out, cols, win) -> None:
@@ -110,7 +110,7 @@ class CLConv:
         acc = self._conv_acc(out)
         rows = n * c * h
         args = [_data(acc), _data(cols), cols._offset, h, w, win.oh, win.ow, *win[:8], rows]
-        self._conv_launch(self.dev(out), "conv", "col2im", cols.dtype, rows, args, max(out.numel(), cols._storage.size),
+        self._conv_launch(self.rt.dev(out), "conv", "col2im", cols.dtype, rows, args, max(out.numel(), cols._storage.size),
                           loops=w + win.kh * (1 + win.kw * (win.ow + 1)))
         self._conv_finish(out, acc)
 
@@ -118,36 +118,34 @@ class CLConv:
         n, c, h, w = x.shape
         rows = n * c * win.oh
         args = [_data(out), _data(indices), _data(x), *_strided(x), c, h, w, win.oh, win.ow, *win[:8], rows]
-        self._conv_launch(self.dev(out), "pool", "max_pool", x.dtype, rows, args, max(out.numel(), x._storage.size),
+        self._conv_launch(self.rt.dev(out), "pool", "max_pool", x.dtype, rows, args, max(out.numel(), x._storage.size),
                           loops=win.ow * (1 + win.kh * (1 + win.kw)) + win.ph + win.pw + 8)
 
     def max_pool2d_backward(self, grad_in, grad_out, indices, win) -> None:
         n, c, h, w = grad_in.shape
         acc = self._conv_acc(grad_in)
         disjoint = (win.kh - 1) * win.dh < win.sh and (win.kw - 1) * win.dw < win.sw
-        if disjoint and self.dev(grad_in).rank >= 2 and n * c <= INT32_MAX:
+        if disjoint and self.rt.dev(grad_in).rank >= 2 and n * c <= INT32_MAX:
             self._max_pool_scatter(acc, grad_out, indices, win)
             self._conv_finish(grad_in, acc)
             return
         rows = n * c * h
         args = [_data(acc), _data(grad_out), *_strided(grad_out), _data(indices), indices._offset,
                 c, h, w, win.oh, win.ow, win.kh, win.sh, win.ph, win.dh, rows]
-        self._conv_launch(self.dev(grad_in), "pool", "max_pool_bwd", grad_out.dtype, rows, args,
+        self._conv_launch(self.rt.dev(grad_in), "pool", "max_pool_bwd", grad_out.dtype, rows, args,
                           max(grad_in.numel(), grad_out._storage.size, indices._storage.size),
                           loops=w + ((win.kh - 1) * win.dh // win.sh + 2) * (win.ow + 1))
         self._conv_finish(grad_in, acc)
 
     def _max_pool_scatter(self, acc, grad_out, indices, win) -> None:
         """max-pool's backward for disjoint windows on CPU devices: zero, then one work-item per output."""
-        from ...ops.pointwise import fill
-
         n, c, h, w = acc.shape
-        fill(acc, 0)
+        self.be.elementwise("identity", acc, [0], acc.dtype)
         if grad_out.numel() == 0:
             return
-        dev = self.dev(acc)
+        dev = self.rt.dev(acc)
         dt = grad_out.dtype
-        self.check_dtype(dev, dt)
+        self.rt.check_dtype(dev, dt)
         reach = max(acc.numel(), grad_out._storage.size, indices._storage.size)
         big = reach > INT32_MAX
         idx_np = np.int64 if big else np.int32
@@ -166,7 +164,7 @@ class CLConv:
         rows = n * c * oh
         args = [_data(out), _data(src), src._offset, _data(indices), indices._offset,
                 src.shape[2] * src.shape[3], oh, ow, rows]
-        self._conv_launch(self.dev(out), "pool", "gather", src.dtype, rows, args,
+        self._conv_launch(self.rt.dev(out), "pool", "gather", src.dtype, rows, args,
                           max(out.numel(), src._storage.size, indices._storage.size), loops=ow)
 
     def avg_pool2d(self, out, x, win, include_pad: bool, divisor: int | None) -> None:
@@ -174,7 +172,7 @@ class CLConv:
         rows = n * c * win.oh
         args = [_data(out), _data(x), *_strided(x), c, h, w, win.oh, win.ow, *win[:6],
                 np.int32(include_pad), np.int32(divisor or 0), rows]
-        self._conv_launch(self.dev(out), "pool", "avg_pool", x.dtype, rows, args, max(out.numel(), x._storage.size),
+        self._conv_launch(self.rt.dev(out), "pool", "avg_pool", x.dtype, rows, args, max(out.numel(), x._storage.size),
                           loops=win.ow * (1 + win.kh * (1 + win.kw)))
 
     def avg_pool2d_backward(self, grad_in, grad_out, win, include_pad: bool, divisor: int | None) -> None:
@@ -183,7 +181,7 @@ class CLConv:
         rows = n * c * h
         args = [_data(acc), _data(grad_out), *_strided(grad_out), c, h, w, win.oh, win.ow, *win[:6],
                 np.int32(include_pad), np.int32(divisor or 0), rows]
-        self._conv_launch(self.dev(grad_in), "pool", "avg_pool_bwd", grad_out.dtype, rows, args,
+        self._conv_launch(self.rt.dev(grad_in), "pool", "avg_pool_bwd", grad_out.dtype, rows, args,
                           max(grad_in.numel(), grad_out._storage.size),
                           loops=w + (win.kh // win.sh + 2) * win.ow * (1 + win.kw))
         self._conv_finish(grad_in, acc)
@@ -193,21 +191,19 @@ class CLConv:
         oh, ow = out.shape[2:]
         rows = n * c * oh
         loops = ow * (1 + (-(-h // oh) + 1) * (1 + -(-w // ow) + 1))
-        budget = looplimit.budget(self.dev(out))
+        budget = looplimit.budget(self.rt.dev(out))
         if budget is not None and loops > budget and oh == ow == 1 and n * c:
             # a global average too big for one work-item's loop (looplimit.py): a sum, then the kernel's divisions
             acc = _acc(x.dtype)
-            from ...tensor import Tensor
-
-            total = Tensor._empty((n, c, 1, 1), acc, out.device)
-            self.reduce("sum", x, (2, 3), total)
-            self.elementwise("div", total, [total, h], acc)
-            self.elementwise("div", out, [total, w], acc)
+            total = self.be.scratch(out.device, acc, (n, c, 1, 1))
+            self.be.reduce("sum", x, (2, 3), total)
+            self.be.elementwise("div", total, [total, h], acc)
+            self.be.elementwise("div", out, [total, w], acc)
             return
         args = [_data(out), _data(x), *_strided(x), c, h, w, oh, ow, rows]
         # window bounds multiply an output index by an input size
         reach = max(out.numel(), x._storage.size, (oh + 1) * h, (ow + 1) * w)
-        self._conv_launch(self.dev(out), "pool", "adaptive", x.dtype, rows, args, reach, loops=loops)
+        self._conv_launch(self.rt.dev(out), "pool", "adaptive", x.dtype, rows, args, reach, loops=loops)
 
     def adaptive_avg_pool2d_backward(self, grad_in, grad_out) -> None:
         n, c, h, w = grad_in.shape
@@ -216,28 +212,26 @@ class CLConv:
         rows = n * c * h
         args = [_data(acc), _data(grad_out), *_strided(grad_out), c, h, w, oh, ow, rows]
         reach = max(grad_in.numel(), grad_out._storage.size, (oh + 1) * h, (ow + 1) * w, (h + 1) * oh)
-        self._conv_launch(self.dev(grad_in), "pool", "adaptive_bwd", grad_out.dtype, rows, args, reach,
+        self._conv_launch(self.rt.dev(grad_in), "pool", "adaptive_bwd", grad_out.dtype, rows, args, reach,
                           loops=w + (-(-oh // h) + 2) * (1 + ow * (2 + -(-w // ow))))
         self._conv_finish(grad_in, acc)
 
     def _conv_tables(self, device, th, tw, dt: D.dtype):
         """The device copies of two axes' interpolation tables, built once per device and geometry."""
-        from ...tensor import Tensor
-
         acc = _acc(dt)
         key = (str(device), th.key, tw.key, acc.name)
-        found = _TABLES.get(key)
+        found = self._tables.get(key)
         if found is None:
-            if len(_TABLES) >= _MAX_TABLES:
-                _TABLES.clear()
+            if len(self._tables) >= _MAX_TABLES:
+                self._tables.clear()
             ints = np.concatenate([th.i0, th.i1, tw.i0, tw.i1, th.r0, th.r1]).astype(np.int32)
             weights = np.concatenate([th.l0, th.l1, tw.l0, tw.l1]).astype(acc.np)
             found = []
             for host, d in ((ints, D.int32), (weights, acc)):
-                t = Tensor._empty(host.shape, d, device)
-                self.write(t._storage, host)
+                t = self.be.scratch(device, d, host.shape)
+                self.be.write(t._storage, host)
                 found.append(t)
-            _TABLES[key] = found = tuple(found)
+            self._tables[key] = found = tuple(found)
         return found
 
     def upsample2d(self, out, x, th, tw) -> None:
@@ -246,7 +240,7 @@ class CLConv:
         ti, tl = self._conv_tables(out.device, th, tw, x.dtype)
         rows = n * c * oh
         args = [_data(out), _data(x), *_strided(x), _data(ti), _data(tl), c, h, w, oh, ow, rows]
-        self._conv_launch(self.dev(out), "pool", "upsample", x.dtype, rows, args, max(out.numel(), x._storage.size),
+        self._conv_launch(self.rt.dev(out), "pool", "upsample", x.dtype, rows, args, max(out.numel(), x._storage.size),
                           loops=ow, linear=th.linear)
 
     def upsample2d_backward(self, grad_in, grad_out, th, tw) -> None:
@@ -256,7 +250,7 @@ class CLConv:
         ti, tl = self._conv_tables(grad_in.device, th, tw, grad_out.dtype)
         rows = n * c * h
         args = [_data(acc), _data(grad_out), *_strided(grad_out), _data(ti), _data(tl), c, h, w, oh, ow, rows]
-        self._conv_launch(self.dev(grad_in), "pool", "upsample_bwd", grad_out.dtype, rows, args,
+        self._conv_launch(self.rt.dev(grad_in), "pool", "upsample_bwd", grad_out.dtype, rows, args,
                           max(grad_in.numel(), grad_out._storage.size), loops=w + 2 * (-(-oh // h) + 2) * (ow + 1),
                           linear=th.linear)
         self._conv_finish(grad_in, acc)

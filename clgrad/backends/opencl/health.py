@@ -23,11 +23,17 @@ import platform
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
 
 from ..._version import __version__
+
+try:
+    import fcntl
+except ImportError:  # not on Windows: there concurrent processes may each check a device
+    fcntl = None
 
 PROBE = "clgrad._health_probe"
 _CHILD_ENV = "CLGRAD_HEALTH_CHILD"  # set in the child: its devices are trusted, so it never checks recursively
@@ -75,7 +81,8 @@ def _host_cpu() -> str:
 def _sources_digest() -> str:
     """A digest of what the check exercises: the kernel templates and the launchers that render them."""
     h = hashlib.sha256()
-    for folder in (_PACKAGE / "kernels", _PACKAGE / "backends" / "opencl", _PACKAGE / "registry"):
+    for folder in (_PACKAGE / "kernels", _PACKAGE / "backends", _PACKAGE / "backends" / "opencl",
+                   _PACKAGE / "registry"):  # backends/: common.py's descriptor and rules
         for path in sorted(folder.glob("*")):
             if path.suffix in (".mako", ".py"):
                 h.update(path.name.encode())
@@ -127,11 +134,11 @@ def _write(path: Path, verdict: Verdict, describe: str) -> None:
 def _locked(path: Path):
     """Hold an exclusive lock beside ``path``, so concurrent processes (pytest workers) check a device once."""
     try:
-        import fcntl
-
+        if fcntl is None:
+            raise OSError("no file locks here")
         path.parent.mkdir(parents=True, exist_ok=True)
         fd = os.open(f"{path}.lock", os.O_CREAT | os.O_RDWR, 0o644)
-    except (ImportError, OSError):
+    except OSError:
         yield
         return
     try:
@@ -203,8 +210,6 @@ def _run(devs: list) -> list[Verdict]:
 
 
 def _tempfile():
-    import tempfile
-
     return tempfile.TemporaryFile()
 
 

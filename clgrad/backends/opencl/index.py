@@ -1,4 +1,4 @@
-"""OpenCL implementation of the ``index`` primitives (a mixin of OpenCLBackend): launches of
+"""OpenCL implementation of the ``index`` primitives (an op family of OpenCLBackend): launches of
 ``kernels/index.cl.mako``. See ``cpu_index.CPUIndex`` for the reference semantics.
 
 Every checked launch gets a one-int flag buffer that the kernel lowers (atomic_min) to the first bad
@@ -9,11 +9,13 @@ from __future__ import annotations
 import math
 
 import numpy as np
+import pyopencl as cl
 
 from ... import dtypes as D
+from ..common import INT32_MAX, first_bad, is_scalar, view
 from . import looplimit, programs, runtime
+from .launch import Launcher, coalesce, launch_size
 
-INT32_MAX = 2**31 - 1
 NO_ERROR = INT32_MAX
 CLAMPED = INT32_MAX - 1  # the key saturated: the position is not exact, so the host searches itself
 _RAW = {1: "uchar", 2: "ushort", 4: "uint", 8: "ulong"}
@@ -54,6 +56,11 @@ def _atomic_kind(dev, dt: D.dtype, mode: str) -> str:
 
 
 class CLIndex:
+    PRIMITIVES = ("index_gather", "index_put", "nonzero")
+
+    def __init__(self, backend, launcher: Launcher):
+        self.be, self.rt = backend, launcher
+
     def index_gather(self, out, src, indices, wrap: bool = True, checked: bool = True):
         """``out[i] = src[i + sum_k indices[k][i] * step_k]`` over the index space ``out.shape``; see
         CPUIndex.index_gather. Returns None, or (k, value) of the first out-of-range index."""
@@ -67,21 +74,17 @@ class CLIndex:
         """``dst[i + sum_k indices[k][i] * step_k] (op)= value[i]``; see CPUIndex.index_put."""
         if dst.numel() == 0:
             return None
-        dev = self.dev(dst)
+        dev = self.rt.dev(dst)
         dt = dst.dtype
         atomic = _atomic_kind(dev, dt, mode)
         # plain stores move bits: one kernel per element size serves every dtype
         elem = _RAW[dt.itemsize] if mode == "store" else dt.ctype
-        params = dict(elem=elem, mode=mode, atomic=atomic, value="tensor" if hasattr(value, "_storage") else "scalar",
+        params = dict(elem=elem, mode=mode, atomic=atomic, value="scalar" if is_scalar(value) else "tensor",
                       is_bool=dt is D.bool, fp64=elem == "double")
         return self._index_launch("put", dst, value, indices, params, wrap, checked)
 
     def _index_launch(self, kind, data, other, indices, params, wrap, checked):
-        import pyopencl as cl
-
-        from .backend import coalesce
-
-        dev = self.dev(data)
+        dev = self.rt.dev(data)
         n = math.prod(data.shape)
         tensor_value = kind == "gather" or params["value"] == "tensor"
         operands = [data] + ([other] if tensor_value else []) + [t for t, _, _ in indices]
@@ -106,7 +109,7 @@ class CLIndex:
             values += [shape[d]] + [st[d] for st in strides]
         flag = None
         if checked:
-            flag = self.empty(data.device, D.int32, 1)
+            flag = self.be.empty(data.device, D.int32, 1)
             cl.enqueue_fill_buffer(dev.queue, flag.data, np.int32(NO_ERROR), 0, 4)
             arg_types.append(None)
             values.append(flag.data)
@@ -121,15 +124,11 @@ class CLIndex:
             for start in range(0, n, step):
                 kernel(dev.queue, (1,), (1,), *values, start, min(n, start + step))
         else:
-            from .backend import launch_size
-
             kernel(dev.queue, *launch_size(dev, n), *values, n)
         return self._index_first_bad(dev, flag, data.shape, indices, wrap) if checked else None
 
     def _index_first_bad(self, dev, flag, shape, indices, wrap):
         """Read the flag; on an error, the (k, value) of the first bad index (k: which index tensor)."""
-        import pyopencl as cl
-
         key = np.empty(1, np.int32)
         with runtime.waiting(dev):
             cl.enqueue_copy(dev.queue, key, flag.data, is_blocking=True)
@@ -137,20 +136,18 @@ class CLIndex:
         if key == NO_ERROR:
             return None
         if key == CLAMPED:
-            return _search_on_host(self, shape, indices, wrap)
+            return _search_on_host(self.be, shape, indices, wrap)
         pos, k = divmod(key, len(indices))
         # the kernel's position is row-major over the index space, which coalescing does not reorder
         coords = np.unravel_index(pos, shape) if shape else ()
         t = indices[k][0]
-        value = self.read(t._view((), (), t._offset + sum(int(c) * s for c, s in zip(coords, t._strides))))
+        value = self.be.read(view(t, (), (), t._offset + sum(int(c) * s for c, s in zip(coords, t._strides))))
         return k, int(value)
 
     def nonzero(self, src, alloc):
         """Coordinates of the nonzero elements of ``src`` in row-major order, as ``alloc(count)`` (an int64
         tensor of shape (count, ndim)) filled in. One 8-byte read (the count) synchronises."""
-        import pyopencl as cl
-
-        dev = self.dev(src)
+        dev = self.rt.dev(src)
         shape, strides = (list(src.shape), list(src._strides)) if src.dim() else ([1], [1])
         n = math.prod(shape)
         if n == 0:
@@ -159,14 +156,12 @@ class CLIndex:
         groups = -(-n // chunk)
         big = max(n + chunk, src._storage.size) > INT32_MAX
         idx_np = np.int64 if big else np.int32
-        counts = self.empty(src.device, D.int64, groups + 1)
+        counts = self.be.empty(src.device, D.int64, groups + 1)
         params = dict(itemsize=src.dtype.itemsize, is_float=src.dtype.kind == "f", ndim=len(shape),
                       idx_t="long" if big else "int")
         head_types = [None, idx_np] + [idx_np] * (2 * len(shape)) + [idx_np, idx_np, None]
         head = [src._storage.data, src._offset] + [v for pair in zip(shape, strides) for v in pair] + [n, chunk, counts.data]
         raw = _RAW[src.dtype.itemsize]
-        from .backend import launch_size
-
         gsize, lsize = launch_size(dev, groups)
         count = programs.get_kernel(dev, "index", f"nonzero_count_{raw}", tuple(head_types), _params("nonzero_count", **params))
         count(dev.queue, gsize, lsize, *head)
@@ -187,8 +182,6 @@ class CLIndex:
 
 def _search_on_host(backend, shape, indices, wrap):
     """The first bad index, found on the host (only when the kernel's key saturated: > 2**31 positions)."""
-    from ..cpu_index import first_bad
-
     hosts = [(np.broadcast_to(backend.read(t), shape) if t.numel() else np.zeros(shape, np.int64), size, step)
              for t, size, step in indices]
     return first_bad(hosts, wrap)

@@ -14,6 +14,7 @@ probed, one tiny kernel, on first use).
 from __future__ import annotations
 
 import numpy as np
+import pyopencl as cl
 
 PROBE_ITERATIONS = 1 << 20  # a loop this long must run to its end on a device without a limit
 _PROBE = """
@@ -54,8 +55,6 @@ def check(dev, iterations: int, what: str) -> None:
 
 
 def _probe(dev) -> int | None:
-    import pyopencl as cl
-
     program = cl.Program(dev.context, _PROBE).build()
     kernel = cl.Kernel(program, "clgrad_loop_probe")
     mf = cl.mem_flags

@@ -1,14 +1,14 @@
-"""OpenCL implementation of the ``matmul`` primitive (a mixin of OpenCLBackend)."""
+"""OpenCL implementation of the ``matmul`` primitive (an op family of OpenCLBackend)."""
 from __future__ import annotations
-
-from typing import NamedTuple
 
 import numpy as np
 
 from ... import dtypes as D
-from . import looplimit, programs
+from ..common import INT32_MAX, expand, is_contiguous, view
+from . import autotune, looplimit, programs
+from .launch import Launcher
+from .tilings import FEW_TILES, SHORT_M, SKINNY_M, TILINGS, Tiling  # noqa: F401 (TILINGS: tests read it here)
 
-INT32_MAX = 2**31 - 1
 # Most OpenCL runtimes cap the 3rd global dimension well below 2**32 (CUDA grids at 65535), so longer
 # batches go in several launches.
 MAX_BATCH = 65535
@@ -16,54 +16,6 @@ MAX_BATCH = 65535
 # Accumulator per storage type: half sums in float; integers sum in the unsigned type of at least their
 # width, whose wrap-around is defined in C (signed overflow is not) and equals the stored result mod 2**bits.
 _ACC = {"half": "float", "float": "float", "double": "double", "long": "ulong"}
-_ACC_SIZE = {"float": 4, "double": 8, "uint": 4, "ulong": 8}
-
-
-class Tiling(NamedTuple):
-    """A tm x tn output tile per work-group, tk-deep local slabs; each work-item owns wm x wn vectors of vw."""
-
-    tm: int
-    tn: int
-    tk: int
-    wm: int
-    wn: int
-    vw: int
-
-    @property
-    def local_size(self) -> tuple:
-        return self.tn // (self.wn * self.vw), self.tm // self.wm, 1
-
-    def local_bytes(self, acc: str) -> int:
-        pad = 1 if self.vw == 1 else 0
-        return (self.tm * (self.tk + pad) + self.tk * (self.tn + pad)) * _ACC_SIZE[acc]
-
-
-# Per device class, best first; the first whose work-group and local memory fit the device is used.
-# GPUs: 16x16 work-items of 4x4 scalars (coalesced loads, conflict-free local reads). CPUs (PoCL runs a
-# work-group as a loop over its work-items): 16 work-items, each 8 rows x two 16-wide vectors, so the inner
-# loop is 16 independent SIMD FMAs; a deep tk means few barriers, which PoCL pays for by spilling the
-# accumulators. On PoCL 3.1 (AVX-512, 2 cores), 1024^2 float32 kernels ran at ~220 GFLOP/s (OpenBLAS ~230),
-# one vector per row 5-20% slower (but half the ~2 s build), the GPU tiling 12x slower. tk 32 rather than 64:
-# tk 64 took 5-20% less device time on the MNIST and two-layer products and 12% less at 512^2, but its unrolled
-# slab loop costs PoCL ~3x the code generation, and tk 32 also serves short-K products (a conv's input
-# gradient), so one kernel instead of two: a cold first MNIST step took 19 s with both, 10.5-12.5 s with tk 32.
-# The skinny tilings (one output row per work-group) serve products with at most SKINNY_M rows, such as a
-# vector times a matrix, where a 64-row tile would compute mostly padding.
-TILINGS = {
-    "gpu": (Tiling(64, 64, 16, 4, 4, 1), Tiling(32, 32, 16, 2, 2, 1), Tiling(8, 8, 8, 1, 1, 1)),
-    "cpu": (Tiling(64, 64, 32, 8, 2, 16), Tiling(32, 32, 16, 4, 1, 16), Tiling(8, 8, 8, 1, 1, 1)),
-    "gpu_skinny": (Tiling(1, 128, 32, 1, 1, 1), Tiling(1, 32, 16, 1, 1, 1)),
-    "cpu_skinny": (Tiling(1, 256, 128, 1, 2, 16), Tiling(1, 64, 32, 1, 1, 16), Tiling(1, 32, 16, 1, 1, 1)),
-    # few rows (a conv's output channels as M, a recurrent layer's batch): a 16x32 tile; measured on PoCL for the
-    # MNIST convs, the products took 0.3-0.6 ms instead of 0.9-3.3 ms with the 64-row tile. Against an 8x64 tile
-    # it was as fast on the conv forward and recurrent products and 2-5x faster on conv1's batch-summed weight
-    # gradient [10, 25]; a 24-row tile was faster on conv2's [20, 250] only. One short tiling, because each
-    # matmul kernel is 1-3 s of PoCL code generation in a cold start.
-    "cpu_short": (Tiling(16, 32, 32, 8, 2, 16), Tiling(8, 32, 16, 8, 1, 16), Tiling(8, 8, 8, 1, 1, 1)),
-}
-SKINNY_M = 4
-SHORT_M = 32  # CPU devices: products with at most this many rows use the "cpu_short" tilings
-FEW_TILES = 32  # ... and so do products of at most this many big tiles per compute unit
 
 
 def tiling(dev, acc: str, skinny: bool = False, kind: str | None = None, short: bool = False) -> Tiling:
@@ -74,8 +26,6 @@ def tiling(dev, acc: str, skinny: bool = False, kind: str | None = None, short: 
     if short and not skinny and kind == "cpu":
         suffix = "_short"
     table = TILINGS[kind + suffix]
-    from . import autotune  # autotune imports this module
-
     # on a device that stops a work-item's loops early (looplimit.py) one slab must fit its budget: longer products
     # are then split along K
     budget = looplimit.budget(dev)
@@ -116,16 +66,20 @@ def _transposed(out, a, b):
     """a [B, M, K] @ b [B, K, 1] as b^T [B, 1, K] @ a^T [B, K, M] into out^T [B, 1, M] (the same memory)."""
     (a_sb, a_sm, a_sk), (b_sb, b_sk, b_sn) = a._strides, b._strides
     nb, m, k = a.shape
-    return (b._view((nb, 1, k), (b_sb, b_sn, b_sk)), a._view((nb, k, m), (a_sb, a_sk, a_sm)),
-            out._view((out.shape[0], 1, m), (m, m, 1)))
+    return (view(b, (nb, 1, k), (b_sb, b_sn, b_sk)), view(a, (nb, k, m), (a_sb, a_sk, a_sm)),
+            view(out, (out.shape[0], 1, m), (m, m, 1)))
 
 
-_LAUNCHERS: dict = {}
-programs.add_cache_listener(_LAUNCHERS.clear)  # launchers hold kernels and queues (the profiler swaps both)
 _MAX_LAUNCHERS = 4096
 
 
 class CLMatmul:
+    PRIMITIVES = ("matmul", "matmul_sum")
+
+    def __init__(self, backend, launcher: Launcher):
+        self.be, self.rt = backend, launcher
+        self._launchers = launcher.cache()  # launch functions by shapes, strides and dtypes
+
     def matmul(self, out, a, b, bias=None) -> None:
         """out[i] = a[i] @ b[i] (+ bias) for a [B, M, K], b [B, K, N] of any strides, out contiguous [B, M, N]
         and an optional contiguous float32/64 ``bias`` [N] added in the kernel's store (linear's bias)."""
@@ -145,15 +99,15 @@ class CLMatmul:
         # skips the tiling choice, the kernel lookup and the argument types: ~35 us of Python per product
         key = (out.device.index, out.dtype, a.dtype, out._shape, a._shape, a._strides, b._shape, b._strides, per,
                None if bias is None else (bias.dtype, bias._shape, bias._strides))
-        launch = _LAUNCHERS.get(key)
+        launch = self._launchers.get(key)
         if launch is not None:
             launch(out, a, b, bias)
             return
         launch = self._mm_launcher(out, a, b, per, bias)
         launch(out, a, b, bias)  # builds the kernel: only a launcher that worked is kept
-        if len(_LAUNCHERS) >= _MAX_LAUNCHERS:
-            _LAUNCHERS.clear()
-        _LAUNCHERS[key] = launch
+        if len(self._launchers) >= _MAX_LAUNCHERS:
+            self._launchers.clear()
+        self._launchers[key] = launch
 
     def _mm_launcher(self, out, a, b, per: int, bias, forced: Tiling | None = None):
         """A ``launch(out, a, b, bias)`` for operands of these shapes, strides and dtypes (any offsets); ``forced``
@@ -161,17 +115,17 @@ class CLMatmul:
         operands = (a, b, out)
         nb, m, k = a.shape
         n = b.shape[2]
-        dev = self.dev(out)
+        dev = self.rt.dev(out)
         dt = out.dtype
-        self.check_dtype(dev, dt)
+        self.rt.check_dtype(dev, dt)
         if dt is D.bool:
             raise NotImplementedError(f"'matmul' is not implemented for dtype bool on device {out.device}")
         nz = out.shape[0]
         if bias is not None and (n == 1 and m > 1 or dt not in (D.float32, D.float64) or bias.dtype is not dt
-                                 or not bias.is_contiguous()):
+                                 or not is_contiguous(bias)):
             def unfused(out, a, b, bias):  # no fused form: the product, then the bias as an elementwise add
                 self._matmul(out, a, b, per)
-                self.elementwise("add", out, [out, bias.expand(out.shape)], dt)
+                self.be.elementwise("add", out, [out, expand(bias, out.shape)], dt)
             return unfused
         transpose = n == 1 and m > 1
         if transpose:
@@ -241,8 +195,6 @@ class CLMatmul:
         """A ``launch(out, a, b, bias)`` that keeps each work-item within ``budget`` loop iterations: partial products
         over pieces of K (and of each output's ``per`` summed batches) into a scratch [pieces, Q, M, N] of out's dtype,
         reduced into ``out``. ``t`` is the tiling chosen for the whole product, kept for every piece."""
-        from ...tensor import Tensor
-
         nb, m, k = a.shape
         n, nz, dt = b.shape[2], out.shape[0], out.dtype
         step = per or 1
@@ -250,7 +202,7 @@ class CLMatmul:
         while ksteps > 1 and _mm_loops(t, ksteps * t.tk, 1) > budget:
             ksteps = -(-ksteps // 2)
         kc = min(k, ksteps * t.tk)
-        looplimit.check(self.dev(out), _mm_loops(t, kc, 1), f"a product with {m} x {n} tiles")
+        looplimit.check(self.rt.dev(out), _mm_loops(t, kc, 1), f"a product with {m} x {n} tiles")
         # batches one partial sums: a divisor of step, so that partials never straddle two outputs
         pb = max(d for d in range(1, step + 1) if step % d == 0 and _mm_loops(t, kc, d) <= budget)
         pieces, q = -(-k // kc), nz * (step // pb)
@@ -258,24 +210,24 @@ class CLMatmul:
 
         def launch(out, a, b, bias):
             # the kernel stores its storage type: float16 partials are rounded once more than a whole product
-            scratch = Tensor._empty((pieces, q, m, n), dt, out.device)
-            self.elementwise("identity", scratch, [0], dt)  # partials past the last batch stay 0
+            scratch = self.be.scratch(out.device, dt, (pieces, q, m, n))
+            self.be.elementwise("identity", scratch, [0], dt)  # partials past the last batch stay 0
             a_sb, a_sm, a_sk = a._strides
             b_sb, b_sk, b_sn = b._strides
             for p in range(pieces):
                 k0 = p * kc
                 kk = min(kc, k - k0)
-                pa = a._view((nb, m, kk), a._strides, a._offset + k0 * a_sk)
-                pb_ = b._view((nb, kk, n), b._strides, b._offset + k0 * b_sk)
-                po = scratch._view((-(-nb // pb), m, n), (m * n, n, 1), p * q * m * n)
+                pa = view(a, (nb, m, kk), a._strides, a._offset + k0 * a_sk)
+                pb_ = view(b, (nb, kk, n), b._strides, b._offset + k0 * b_sk)
+                po = view(scratch, (-(-nb // pb), m, n), (m * n, n, 1), p * q * m * n)
                 if kk not in sub:
                     sub[kk] = self._mm_launcher(po, pa, pb_, pb if per else 0, None, forced=t)
                 sub[kk](po, pa, pb_, None)
             # out[z] = the sum over pieces and over chunk z's partials
-            total = out._view((1, nz, 1, m, n), (nz * m * n, m * n, m * n, n, 1))
-            self.reduce("sum", scratch._view((pieces, nz, step // pb, m, n), (q * m * n, (step // pb) * m * n,
-                                                                                 m * n, n, 1)), (0, 2), total)
+            total = view(out, (1, nz, 1, m, n), (nz * m * n, m * n, m * n, n, 1))
+            self.be.reduce("sum", view(scratch, (pieces, nz, step // pb, m, n), (q * m * n, (step // pb) * m * n, m * n, n, 1)),
+                        (0, 2), total)
             if bias is not None:
-                self.elementwise("add", out, [out, bias.expand(out.shape)], dt)
+                self.be.elementwise("add", out, [out, expand(bias, out.shape)], dt)
 
         return launch

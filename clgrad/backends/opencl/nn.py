@@ -1,4 +1,4 @@
-"""OpenCL implementation of the ``nn`` primitives (a mixin of OpenCLBackend): row-wise softmax and its
+"""OpenCL implementation of the ``nn`` primitives (an op family of OpenCLBackend): row-wise softmax and its
 backward, nll_loss's per-sample pieces, embedding gather / accumulate, and normalization moments.
 
 Launchers read operands in place through strides (any layout) and only enqueue kernels. The ones with a
@@ -11,26 +11,19 @@ backward pass while the forward ran): the MNIST step took 7.9 ms with it, 5.5 wi
 from __future__ import annotations
 
 import math
-import threading
 
 import numpy as np
+import pyopencl as cl
 
 from ... import dtypes as D
-from . import looplimit, programs, runtime
+from ..common import INT32_MAX, pow2, view
+from . import looplimit, programs
+from .launch import WG, Args, Launcher, coalesce, index_type, launch_size  # WG: most work-items of a per-row work-group
+from .pending import MAX_PENDING, check_pending, defer  # noqa: F401 (check_pending, MAX_PENDING: re-exported)
 
-INT32_MAX = 2**31 - 1
-WG = 256  # most work-items of a per-row work-group; a power of two for the trees
 SERIAL_K = 32  # rows this short get one work-item each
 # operands of the loss modes that have K elements per row (the others are per-row values expanded along it)
 _ROW_OPERANDS = {"xent": ("x",), "xent_backward": ("x", "out"), "nll_backward": ("out",)}
-
-
-def _pow2(n: int) -> int:
-    return 1 << max(n - 1, 0).bit_length()
-
-
-def _idx(big: bool):
-    return (np.int64, "long") if big else (np.int32, "int")
 
 
 def acc_of(dt: D.dtype) -> D.dtype:
@@ -56,7 +49,7 @@ def rows_plan(dev, R: int, K: int, row_contig: bool) -> int:
     if not row_contig and R >= 64 * target and whole:
         return 1
     wg = min(WG, 1 << (dev.props.max_work_group_size.bit_length() - 1))
-    L = min(wg, _pow2(K))
+    L = min(wg, pow2(K))
     looplimit.check(dev, _row_loops(K, L), f"a row of {K} elements")
     return L
 
@@ -70,82 +63,26 @@ def _row_loops(K: int, L: int) -> int:
 def _along(t, shape, dim: int):
     """A per-row tensor (``shape`` without ``dim``, or 0-dim) as a view of ``shape``, expanded along ``dim``."""
     if t.dim() == 0:
-        return t._view(tuple(shape), (0,) * len(shape), t._offset)
+        return view(t, tuple(shape), (0,) * len(shape))
     strides = list(t._strides)
     strides.insert(dim, 0)
-    return t._view(tuple(shape), tuple(strides), t._offset)
-
-
-class _Args:
-    """Kernel arguments and their pyopencl scalar types, built side by side."""
-
-    def __init__(self, idx_np):
-        self.values, self.types, self.idx_np = [], [], idx_np
-
-    def buf(self, *bufs):
-        self.values += bufs
-        self.types += [None] * len(bufs)
-
-    def idx(self, *ints):
-        self.values += ints
-        self.types += [self.idx_np] * len(ints)
-
-    def scalar(self, np_type, *values):
-        self.values += values
-        self.types += [np_type] * len(values)
-
-
-_pending: list = []  # (copy event, host int, flag storage, on_error) of bounds checks not looked at yet
-_pending_lock = threading.Lock()
-MAX_PENDING = 32  # look at them once this many wait (each holds a 4-byte buffer and its op's target)
-
-
-def check_pending() -> None:
-    """Look at the deferred bounds flags (waiting for their copies; after a host read or a synchronize they are
-    done); if one is set, forget them all and call the first failed op's callback, which raises."""
-    if not _pending:
-        return
-    with _pending_lock:
-        checks = _pending[:]
-        _pending.clear()
-    for event, host, flag, on_error in checks:
-        with runtime.waiting(runtime.get(flag.device.index)):
-            event.wait()
-        if host[0]:
-            on_error()
-            return
-
-
-def _defer(dev, flag, on_error) -> None:
-    """Copy ``flag`` to the host behind the kernel that sets it, without waiting for either."""
-    import pyopencl as cl
-
-    host = np.zeros(1, np.int32)
-    event = cl.enqueue_copy(dev.queue, host, flag.data, is_blocking=False)
-    done = cl.command_execution_status.COMPLETE
-    with _pending_lock:
-        # checks whose copy is done and found no error are finished: drop them (and their buffers) now; a failed
-        # one stays until the next host read or synchronize reports it
-        _pending[:] = [c for c in _pending if c[0].command_execution_status != done or c[1][0]]
-        _pending.append((event, host, flag, on_error))
-        full = len(_pending) >= MAX_PENDING
-    if full or runtime.LAUNCH_BLOCKING:  # blocking launches: the op that failed raises
-        check_pending()
+    return view(t, tuple(shape), tuple(strides))
 
 
 class CLNN:
-    def _new_flag(self, dev, device):
-        import pyopencl as cl
+    PRIMITIVES = ("softmax", "xent", "xent_backward", "nll", "embedding", "embedding_backward", "moments")
 
-        flag = self.empty(device, D.int32, 1)
+    def __init__(self, backend, launcher: Launcher):
+        self.be, self.rt = backend, launcher
+
+    def _new_flag(self, dev, device):
+        flag = self.be.empty(device, D.int32, 1)
         cl.enqueue_fill_buffer(dev.queue, flag.data, np.int32(0), 0, 4)
         return flag
 
     @staticmethod
-    def _run(dev, template, name, args: _Args, params, n: int, local: int = 1) -> None:
+    def _run(dev, template, name, args: Args, params, n: int, local: int = 1) -> None:
         """Launch one work-item per ``n`` (local == 1) or one work-group of ``local`` per ``n``."""
-        from .backend import launch_size  # backend.py imports this module
-
         kernel = programs.get_kernel(dev, template, name, tuple(args.types), params)
         if local > 1:
             kernel(dev.queue, (n * local,), (local,), *args.values)
@@ -167,12 +104,12 @@ class CLNN:
         read or synchronize (check_pending); returns True."""
         if loss.numel() == 0:
             return True
-        dev = self.dev(loss)
+        dev = self.rt.dev(loss)
         rows = [(n, _along(t, x.shape, 1)) for n, t in (("t", target), ("wt", wt), ("lse", lse))]
         flag = self._new_flag(dev, loss.device)
         self._rows("xent", [("x", x), rows[0]], [("out", _along(loss, x.shape, 1))] + rows[1:], 1, acc_of(x.dtype),
                    ignore_index=ignore_index, weight=weight, flag=flag)
-        _defer(dev, flag, on_error)
+        defer(dev, flag, on_error)
         return True
 
     def xent_backward(self, out, x, target, wt, lse, grad, total, ignore_index: int) -> None:
@@ -194,22 +131,18 @@ class CLNN:
         """Launch the softmax template's ``mode``: one row per position of the dims other than ``dim``, K
         elements along it. ``ins`` / ``outs`` are (kernel name, tensor) pairs, all of ``outs[0]``'s shape
         (per-row operands expanded along ``dim`` with stride 0)."""
-        import pyopencl as cl
-
-        from .backend import coalesce  # backend.py imports this module
-
         out = outs[0][1]
         if out.numel() == 0:
             return
-        dev = self.dev(out)
-        self.check_dtype(dev, acc)
+        dev = self.rt.dev(out)
+        self.rt.check_dtype(dev, acc)
         K = out.shape[dim]
         R = out.numel() // K
         ops = [t for _, t in ins + outs]
         others = [d for d in range(out.dim()) if d != dim]
         shape, strides = coalesce([out.shape[d] for d in others], [[t._strides[d] for d in others] for t in ops])
         big = max([out.numel()] + [t._storage.size for t in ops]) > INT32_MAX
-        idx_np, idx_t = _idx(big)
+        idx_np, idx_t = index_type(big)
         rowed = [t for n, t in ins + outs if n in _ROW_OPERANDS.get(mode, (n,))]  # the operands read along rows
         L = rows_plan(dev, R, K, all(t._strides[dim] == 1 for t in rowed))
         # explicit vectors on CPU devices when no row operand needs a conversion (see softmax.cl.mako)
@@ -220,7 +153,7 @@ class CLNN:
             acc=acc.ctype, nd=len(shape), group=L > 1, idx_t=idx_t, vec=vec, weighted=weight is not None, mean=mean,
             fp64=any(t.dtype is D.float64 for t in ops) or acc is D.float64,
         )
-        args = _Args(idx_np)
+        args = Args(idx_np)
         for t in ops:
             args.buf(t._storage.data)
             args.idx(t._offset, t._strides[dim])
@@ -242,23 +175,21 @@ class CLNN:
         """Per-sample nll pieces: ``loss[s] = -w[t] * x[s, t]``, ``wt[s] = w[t]`` (0 where t == ignore_index),
         for x [N, C, d...], target [N, d...], loss and wt contiguous like target. A target
         outside [0, C) (other than ignore_index) calls ``on_error`` later, as in ``xent``; returns True."""
-        from .backend import coalesce
-
         S = loss.numel()
         if S == 0:
             return True
-        dev = self.dev(loss)
+        dev = self.rt.dev(loss)
         acc = acc_of(x.dtype)
-        self.check_dtype(dev, acc)
+        self.rt.check_dtype(dev, acc)
         xs = [x._strides[0]] + list(x._strides[2:])
         shape, (xst, tst) = coalesce(list(target.shape), [xs, list(target._strides)])
         big = max(S, x._storage.size, target._storage.size) > INT32_MAX
-        idx_np, idx_t = _idx(big)
+        idx_np, idx_t = index_type(big)
         params = dict(in_ctype=x.dtype.ctype, t_ctype=target.dtype.ctype, out_ctype=loss.dtype.ctype,
                       acc=acc.ctype, weighted=weight is not None, nd=len(shape), idx_t=idx_t,
                       fp64=acc is D.float64)
         flag = self._new_flag(dev, loss.device)
-        args = _Args(idx_np)
+        args = Args(idx_np)
         args.buf(x._storage.data)
         args.idx(x._offset, x._strides[1])
         args.buf(target._storage.data)
@@ -273,7 +204,7 @@ class CLNN:
         args.idx(S)
         args.buf(flag.data)
         self._run(dev, "nll", f"nll_{x.dtype.ctype}", args, params, S)
-        _defer(dev, flag, on_error)
+        defer(dev, flag, on_error)
         return True
 
     def embedding(self, out, weight, idx, on_error) -> bool:
@@ -282,14 +213,14 @@ class CLNN:
         N, Dm = out.shape
         if N * Dm == 0:
             return True
-        dev = self.dev(out)
-        self.check_dtype(dev, weight.dtype)
+        dev = self.rt.dev(out)
+        self.rt.check_dtype(dev, weight.dtype)
         big = max(N * Dm, weight._storage.size, idx._storage.size) > INT32_MAX
-        idx_np, idx_t = _idx(big)
+        idx_np, idx_t = index_type(big)
         params = dict(kind="gather", idx_ctype=idx.dtype.ctype, val_ctype=weight.dtype.ctype,
                       acc=acc_of(weight.dtype).ctype, idx_t=idx_t, fp64=weight.dtype is D.float64)
         flag = self._new_flag(dev, out.device)
-        args = _Args(idx_np)
+        args = Args(idx_np)
         args.buf(idx._storage.data)
         args.idx(idx._offset)
         args.buf(weight._storage.data)
@@ -299,7 +230,7 @@ class CLNN:
         args.scalar(np.int64, weight.shape[0])
         args.buf(flag.data)
         self._run(dev, "embedding", f"embedding_{weight.dtype.ctype}", args, params, N * Dm)
-        _defer(dev, flag, on_error)
+        defer(dev, flag, on_error)
         return True
 
     def embedding_backward(self, acc, grad, idx, padding_idx: int) -> None:
@@ -308,18 +239,18 @@ class CLNN:
         N, Dm = grad.shape
         if N * Dm == 0:
             return
-        dev = self.dev(acc)
-        self.check_dtype(dev, acc.dtype)
+        dev = self.rt.dev(acc)
+        self.rt.check_dtype(dev, acc.dtype)
         if acc.dtype is D.float64 and "cl_khr_int64_base_atomics" not in dev.cl_device.extensions:
             raise NotImplementedError(
                 f"embedding backward in float64 needs cl_khr_int64_base_atomics, which opencl:{dev.index} "
                 f"({dev.props.name}) lacks. Use float32."
             )
         big = max(N * Dm, acc._storage.size, grad._storage.size, idx._storage.size) > INT32_MAX
-        idx_np, idx_t = _idx(big)
+        idx_np, idx_t = index_type(big)
         params = dict(kind="accumulate", idx_ctype=idx.dtype.ctype, val_ctype=grad.dtype.ctype, acc=acc.dtype.ctype,
                       idx_t=idx_t, fp64=D.float64 in (acc.dtype, grad.dtype))
-        args = _Args(idx_np)
+        args = Args(idx_np)
         args.buf(idx._storage.data)
         args.idx(idx._offset)
         args.buf(grad._storage.data)
@@ -332,26 +263,22 @@ class CLNN:
     def moments(self, mean, var, x, dims) -> None:
         """Mean and biased variance of ``x`` over ``dims`` into contiguous ``mean`` / ``var`` (x's shape with
         1 on ``dims``; float32 for float16 ``x``)."""
-        import pyopencl as cl
-
-        from .backend import coalesce
-
         M = mean.numel()
         if M == 0:
             return
-        dev = self.dev(mean)
+        dev = self.rt.dev(mean)
         acc = mean.dtype
-        self.check_dtype(dev, acc)
+        self.rt.check_dtype(dev, acc)
         K = math.prod(x.shape[d] for d in dims)
         outer = [d for d in range(x.dim()) if d not in dims]
         oshape, (ostr,) = coalesce([x.shape[d] for d in outer], [[x._strides[d] for d in outer]])
         ishape, (istr,) = coalesce([x.shape[d] for d in dims], [[x._strides[d] for d in dims]])
         big = max(x._storage.size, M * K) > INT32_MAX
-        idx_np, idx_t = _idx(big)
+        idx_np, idx_t = index_type(big)
         L = rows_plan(dev, M, K, istr[-1] == 1)
         params = dict(in_ctype=x.dtype.ctype, acc=acc.ctype, outer_nd=len(oshape), inner_nd=len(ishape),
                       group=L > 1, idx_t=idx_t, fp64=acc is D.float64)
-        args = _Args(idx_np)
+        args = Args(idx_np)
         args.buf(x._storage.data)
         args.idx(x._offset)
         for n, s in list(zip(oshape, ostr)) + list(zip(ishape, istr)):

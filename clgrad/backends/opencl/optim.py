@@ -1,4 +1,4 @@
-"""Fused optimizer steps on OpenCL (a mixin of OpenCLBackend): one launch per parameter.
+"""Fused optimizer steps on OpenCL (an op family of OpenCLBackend): one launch per parameter.
 
 An optional primitive: optimizers call it through ``fused_step`` when the backend has it and every tensor
 qualifies (contiguous, the parameter's float dtype, on one device), and otherwise compose the same update
@@ -8,9 +8,10 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..common import INT32_MAX
 from . import programs
+from .launch import Launcher, launch_size
 
-INT32_MAX = 2**31 - 1
 # the template's switches: every render gets all of them (Mako runs with strict_undefined)
 _FLAGS = dict(amsgrad=False, decay="none", momentum=False, first=False, nesterov=False, weight_decay=False,
               maximize=False)
@@ -18,6 +19,11 @@ _NP = {"float": np.float32, "double": np.float64}
 
 
 class CLOptim:
+    PRIMITIVES = ("adam_step", "sgd_step")
+
+    def __init__(self, backend, launcher: Launcher):
+        self.be, self.rt = backend, launcher
+
     def adam_step(self, p, grad, exp_avg, exp_avg_sq, max_exp_avg_sq, *, lr, beta1, beta2, eps, weight_decay,
                   decoupled, maximize, step) -> None:
         """One Adam/AdamW step of ``p`` in place (PyTorch's single-tensor algorithm)."""
@@ -41,7 +47,7 @@ class CLOptim:
         n = p.numel()
         if n == 0:
             return
-        dev = self.dev(p)
+        dev = self.rt.dev(p)
         ctype = p.dtype.ctype
         big = max(t._offset + n for t in tensors) > INT32_MAX
         idx_np = np.int64 if big else np.int32
@@ -53,8 +59,6 @@ class CLOptim:
         args = []
         for t in tensors:
             args += [t._storage.data, t._offset]
-        from .backend import launch_size  # backend.py imports this module
-
         gsize, lsize = launch_size(dev, n)
         kernel(dev.queue, gsize, lsize, *args, *scalars, n)
         for t in tensors:

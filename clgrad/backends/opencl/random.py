@@ -1,34 +1,37 @@
-"""OpenCL implementation of the ``random`` primitive (a mixin of OpenCLBackend)."""
+"""OpenCL implementation of the ``random`` primitive (an op family of OpenCLBackend)."""
 from __future__ import annotations
 
 from .. import philox
+from ..common import is_contiguous
 from . import programs
+from .launch import Launcher, launch_size
 
 _MASK32 = 0xFFFFFFFF
 _MASK64 = 0xFFFFFFFFFFFFFFFF
 
 
 class CLRandom:
+    PRIMITIVES = ("random",)
+
+    def __init__(self, backend, launcher: Launcher):
+        self.be, self.rt = backend, launcher
+
     def random(self, dist: str, out, seed: int, offset: int, p0, p1) -> None:
         """Fill ``out`` (any layout) with ``dist``: element i (row-major) uses Philox counter ``offset + i``.
 
         One work-item per element of a contiguous buffer; a strided ``out`` is filled through a contiguous
         temporary so that the stream order is the logical (row-major) order on every device.
         """
-        from ...ops.pointwise import cast_into
-        from ...tensor import Tensor
-        from .backend import launch_size  # backend.py imports this module
-
         n = out.numel()
         if n == 0:
             return
-        if not out.is_contiguous():
-            tmp = Tensor._empty(out.shape, out.dtype, out.device)
+        if not is_contiguous(out):
+            tmp = self.be.scratch(out.device, out.dtype, out.shape)
             self.random(dist, tmp, seed, offset, p0, p1)
-            cast_into(out, tmp)
+            self.be.elementwise("identity", out, [tmp], out.dtype)
             return
-        dev = self.dev(out)
-        self.check_dtype(dev, out.dtype)
+        dev = self.rt.dev(out)
+        self.rt.check_dtype(dev, out.dtype)
         name = out.dtype.name
         ctype = "bool" if name == "bool" else philox.STORAGE_CTYPE[name]  # bool and uint8 are both uchar
         kernel = programs.get_kernel(

@@ -1,4 +1,4 @@
-"""OpenCL implementation of the ``reduce`` primitive (a mixin of OpenCLBackend).
+"""OpenCL implementation of the ``reduce`` primitive (an op family of OpenCLBackend).
 
 The launcher turns any reduction into M outputs by K reduced elements: kept dims and reduced dims
 are each coalesced (so transposed, sliced, expanded and offset inputs are read in place through
@@ -17,13 +17,13 @@ import math
 from dataclasses import dataclass
 
 import numpy as np
+import pyopencl as cl
 
 from ... import dtypes as D
-from ..cpu_reduce import IDENTITY, acc_dtype
+from ..common import IDENTITY, INT32_MAX, acc_dtype, pow2
 from . import programs
+from .launch import WG, Launcher, coalesce  # WG: work-items per group; a power of two for the tree
 
-INT32_MAX = 2**31 - 1
-WG = 256  # work-items per group; a power of two for the tree
 PER_ITEM = 256  # most elements one work-item adds serially (float32 error grows with this count)
 MIN_PER_ITEM = 16  # splitting finer than this costs more in partials than it gains
 SERIAL_K = 32  # rows this short get one work-item each
@@ -68,10 +68,6 @@ class Job:
     big: bool  # 64-bit index math
 
 
-def _pow2(n: int) -> int:
-    return 1 << max(n - 1, 0).bit_length()
-
-
 def plan(dev, M: int, K: int, column: bool) -> tuple[int, int, int, int]:
     """(LX, LY, G, chunk): local size, number of chunks each output's K is split into, chunk length.
 
@@ -83,9 +79,9 @@ def plan(dev, M: int, K: int, column: bool) -> tuple[int, int, int, int]:
     wg = min(WG, 1 << (dev.props.max_work_group_size.bit_length() - 1))
     target = 4 * dev.props.compute_units
     if K <= SERIAL_K:
-        return min(wg, _pow2(M)), 1, 1, K
-    lx = min(32, _pow2(M)) if column else 1
-    ly = min(wg // lx, _pow2(K))
+        return min(wg, pow2(M)), 1, 1, K
+    lx = min(32, pow2(M)) if column else 1
+    ly = min(wg // lx, pow2(K))
     fill = -(-target // -(-M // lx))
     g = max(-(-K // (ly * PER_ITEM)), min(fill, K // (ly * MIN_PER_ITEM)), 1)
     chunk = -(-K // g)
@@ -120,8 +116,6 @@ def cpu_plan(dev, source: Source, M: int, K: int, with_idx: bool) -> tuple[str, 
 def _layout(shape: tuple, strides: tuple, dims: tuple, reorder: bool) -> tuple:
     """(outer shape, outer strides, inner shape, inner strides) of a reduction over ``dims``, each side
     coalesced; cached, as a training loop reduces the same layouts over and over."""
-    from .backend import coalesce  # backend.py imports this module
-
     outer = [d for d in range(len(shape)) if d not in dims]
     inner = list(dims)
     if reorder:
@@ -133,6 +127,13 @@ def _layout(shape: tuple, strides: tuple, dims: tuple, reorder: bool) -> tuple:
 
 
 class CLReduce:
+    PRIMITIVES = ("reduce",)
+
+    def __init__(self, backend, launcher: Launcher):
+        # kernels and local-memory arguments by launch signature: a repeated reduction skips rendering the key
+        self.be, self.rt = backend, launcher
+        self._kernels = launcher.cache()
+
     def reduce(self, op: str, src, dims, out, out_idx=None) -> None:
         """Reduce ``src`` over ``dims`` into ``out`` (contiguous, ``src``'s shape with 1 on ``dims``);
         see CPUReduce.reduce. Enqueues kernels only: never waits for the device."""
@@ -142,11 +143,11 @@ class CLReduce:
         dims = tuple(dims)
         K = math.prod(src.shape[d] for d in dims)
         if K == 0:
-            self.elementwise("identity", out, [IDENTITY[op]], out.dtype)
+            self.be.elementwise("identity", out, [IDENTITY[op]], out.dtype)
             return
-        dev = self.dev(out)
+        dev = self.rt.dev(out)
         acc = acc_dtype(op, src.dtype, out.dtype)
-        self.check_dtype(dev, acc)
+        self.rt.check_dtype(dev, acc)
         oshape, ostr, ishape, istr = _layout(src._shape, src._strides, dims, out_idx is None)
         source = Source(src._storage.data, src._offset, src.dtype.ctype, oshape, ostr, ishape, istr)
         dest = Dest(out._storage.data, out._offset, out.dtype)
@@ -168,8 +169,8 @@ class CLReduce:
             self._launch(job, source, M, K, chunk, shape, dest)
             return
         # pass 1 writes [G, M] partials in the accumulation type; they are then reduced like a column sum
-        part = self.empty(job.device, job.acc, g * M)
-        part_idx = self.empty(job.device, D.int64, g * M) if dest.idx is not None else None
+        part = self.be.empty(job.device, job.acc, g * M)
+        part_idx = self.be.empty(job.device, D.int64, g * M) if dest.idx is not None else None
         pdest = Dest(part.data, 0, job.acc, None if part_idx is None else part_idx.data)
         self._launch(job, source, M, K, chunk, shape, pdest)
         partials = Source(part.data, 0, job.acc.ctype, [M], [1], [g], [M], pdest.idx)
@@ -185,9 +186,9 @@ class CLReduce:
         mode = "none" if not with_idx else ("load" if source.idx is not None else "pos")
         out_dt = dest.dtype
         key = (job.dev.index, op, acc, job.big, source.ctype, len(source.oshape), len(source.ishape), mode, out_dt, a, b)
-        cached = _KERNELS.get(key)
+        cached = self._kernels.get(key)
         if cached is None:
-            cached = _KERNELS[key] = _kernel(job, source, mode, out_dt, shape)
+            cached = self._kernels[key] = _kernel(job, source, mode, out_dt, shape)
         kernel, local_idx, local_acc = cached
         values = [source.buf, source.off]
         for n, s in zip(source.oshape, source.ostr):
@@ -208,15 +209,8 @@ class CLReduce:
         kernel(job.dev.queue, (-(-M // a) * a, b * g), (a, b), *values)
 
 
-# kernels and local-memory arguments by launch signature: a repeated reduction skips rendering the key
-_KERNELS: dict = {}
-programs.add_cache_listener(_KERNELS.clear)
-
-
 def _kernel(job: Job, source: Source, mode: str, out_dt: D.dtype, shape) -> tuple:
     """(kernel, local memory for indices or None, local memory for partial values) of one launch signature."""
-    import pyopencl as cl
-
     op, acc = job.op, job.acc
     cpu = isinstance(shape[0], str)
     layout = dict(layout="tree", axis="none", vec=1, unroll=1)

@@ -1,4 +1,4 @@
-"""Fused LSTM time steps on OpenCL (a mixin of OpenCLBackend): one launch per step forward, one backward.
+"""Fused LSTM time steps on OpenCL (an op family of OpenCLBackend): one launch per step forward, one backward.
 
 An optional primitive: ``nn.LSTM``'s sequence node calls it when the backend has it and the dtype is float32 or
 float64, and otherwise composes the same step from elementwise table ops. The kernels evaluate those ops'
@@ -9,13 +9,19 @@ from __future__ import annotations
 import numpy as np
 
 from ...registry.elementwise import OPS
+from ..common import INT32_MAX
 from . import programs
+from .launch import Launcher
 
-INT32_MAX = 2**31 - 1
 _STEP_OPS = ("rnn_pre", "lstm_c", "lstm_h", "add", "lstm_do", "lstm_dc", "lstm_di", "lstm_df", "lstm_dg", "lstm_dcprev")
 
 
 class CLRNN:
+    PRIMITIVES = ("lstm_step", "lstm_step_backward")
+
+    def __init__(self, backend, launcher: Launcher):
+        self.be, self.rt = backend, launcher
+
     def lstm_step(self, gi, hw, bias, c_prev, pre, c, h) -> None:
         """``pre = gi + (hw + bias)`` (gates [N, 4H]), then the new cell ``c`` and hidden ``h`` [N, H] from
         ``c_prev``. Every tensor contiguous; ``bias`` [4H] or None."""
@@ -31,7 +37,7 @@ class CLRNN:
         n = state.numel()
         if n == 0:
             return
-        dev = self.dev(state)
+        dev = self.rt.dev(state)
         ctype = state.dtype.ctype
         H = state.shape[-1]
         big = max(t._offset + t.numel() for t in tensors) > INT32_MAX

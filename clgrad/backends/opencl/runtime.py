@@ -49,8 +49,7 @@ class CLDevice:
     """One OpenCL device. The context, queue and allocator are created on first use."""
 
     def __init__(self, index: int, cl_device):
-        import pyopencl as cl
-
+        cl = pyopencl()
         self.index = index
         self.cl_device = cl_device
         plat = cl_device.platform
@@ -102,8 +101,7 @@ class CLDevice:
         return self._allocator
 
     def _init(self) -> None:
-        import pyopencl as cl
-
+        cl = pyopencl()
         with _lock:
             if self._queue is not None:
                 return
@@ -113,8 +111,7 @@ class CLDevice:
             self._queue = self._new_queue(ctx)
 
     def _new_queue(self, ctx):
-        import pyopencl as cl
-
+        cl = pyopencl()
         props = cl.command_queue_properties.PROFILING_ENABLE if self._profiling else 0
         return cl.CommandQueue(ctx, self.cl_device, properties=props)
 
@@ -145,8 +142,7 @@ class CLDevice:
         return self.health.ok
 
     def _build_probe(self) -> health.Verdict:
-        import pyopencl as cl
-
+        cl = pyopencl()
         try:
             cl.Program(self.context, "__kernel void probe(__global int *a) { a[0] = 1; }").build()
             return health.Verdict(True, checked="skipped")
@@ -221,10 +217,17 @@ def devices() -> list[CLDevice]:
     return _devices
 
 
+def pyopencl():
+    """The pyopencl module, imported on first use: its import takes ~0.2 s, which programs that stay on the cpu
+    never pay (raises ImportError where it is not installed)."""
+    import pyopencl
+
+    return pyopencl
+
+
 def _discover() -> list[CLDevice]:
     try:
-        import pyopencl as cl
-
+        cl = pyopencl()
         platforms = cl.get_platforms()
     except Exception:  # no ICD loader, no platform: OpenCL is simply not available
         return []

@@ -1,4 +1,4 @@
-"""OpenCL implementation of the ``scan`` primitives (a mixin of OpenCLBackend): scans (cumsum/cumprod),
+"""OpenCL implementation of the ``scan`` primitives (an op family of OpenCLBackend): scans (cumsum/cumprod),
 the stable row sort, and the gather / scatter / bin-count helpers of sort-based ops.
 
 Every launcher views its tensor as ``rows`` rows of ``n`` elements along one dim. The other dims are
@@ -11,12 +11,14 @@ import math
 from dataclasses import dataclass
 
 import numpy as np
+import pyopencl as cl
 
 from ... import dtypes as D
+from ...device import device
+from ..common import INT32_MAX, acc_dtype, pow2, view
 from . import looplimit, programs
+from .launch import WG, Launcher, coalesce, launch_size  # WG: work-items per group of the block scan and the local sort
 
-INT32_MAX = 2**31 - 1
-WG = 256  # work-items per group of the block scan and the local sort
 PER = 8  # elements each work-item scans serially in the block scan (a chunk is WG * PER)
 SERIAL_SCAN = 64  # rows at most this long get a work-item each; so does any row when rows fill a CPU device
 SERIAL_SORT = 16  # rows at most this long are insertion-sorted by one work-item
@@ -38,10 +40,6 @@ class Rows:
     ostr: list
 
 
-def _pow2(n: int) -> int:
-    return 1 << max(n - 1, 0).bit_length()
-
-
 def _outer(t, dim: int) -> tuple[list, list]:
     dims = [d for d in range(t.dim()) if d != dim]
     return [t.shape[d] for d in dims], [t._strides[d] for d in dims]
@@ -49,8 +47,6 @@ def _outer(t, dim: int) -> tuple[list, list]:
 
 def _layout(src, out, dim: int):
     """(rows, n, outer shape, src Rows, out Rows) with the outer dims of both tensors coalesced together."""
-    from .backend import coalesce  # backend.py imports this module
-
     shape, src_str = _outer(src, dim)
     _, out_str = _outer(out, dim)
     oshape, (s_str, o_str) = coalesce(shape, [src_str, out_str])
@@ -74,7 +70,7 @@ def _outer_values(oshape, *strides) -> list:
 
 
 def _local_size(dev, n: int) -> int:
-    return min(WG, _pow2(n), 1 << (dev.props.max_work_group_size.bit_length() - 1))
+    return min(WG, pow2(n), 1 << (dev.props.max_work_group_size.bit_length() - 1))
 
 
 def _fp64(*dts) -> bool:
@@ -82,16 +78,19 @@ def _fp64(*dts) -> bool:
 
 
 class CLScan:
+    PRIMITIVES = ("scan", "sort", "gather_dim", "scatter_dim", "bincount")
+
+    def __init__(self, backend, launcher: Launcher):
+        self.be, self.rt = backend, launcher
+
     # ---- scans ------------------------------------------------------------------------------------
     def scan(self, op: str, src, dim: int, out, reverse: bool = False) -> None:
         """Inclusive scan of ``src`` along ``dim`` into ``out`` (same shape); see CPUScan.scan."""
-        from ..cpu_reduce import acc_dtype
-
         if out.numel() == 0:
             return
-        dev = self.dev(out)
+        dev = self.rt.dev(out)
         acc = acc_dtype(op, src.dtype, out.dtype)
-        self.check_dtype(dev, acc)
+        self.rt.check_dtype(dev, acc)
         rows, n, oshape, s, o = _layout(src, out, dim)
         if reverse:  # walk each row from its last element
             s.off, s.step = s.off + (n - 1) * s.step, -s.step
@@ -123,9 +122,7 @@ class CLScan:
                           scratch=(scratch.data, carry.data), chunk=(wg * PER, chunks))
 
     def _scan_tmp(self, dev, dt: D.dtype, size: int):
-        from ...device import device
-
-        return self.empty(device("opencl", dev.index), dt, size)
+        return self.be.empty(device("opencl", dev.index), dt, size)
 
     @staticmethod
     def _scan_grid2(dev, n: int, rows: int):
@@ -135,8 +132,6 @@ class CLScan:
 
     def _scan_launch(self, job, kind, in_ctype, s: Rows, out_ctype, o: Rows, oshape, rows, n, gsize, lsize,
                      scratch=None, chunk=None) -> None:
-        import pyopencl as cl
-
         idx_np = np.int64 if job["big"] else np.int32
         acc = job["acc"]
         to_scratch = kind == "block" and scratch is not None
@@ -168,8 +163,8 @@ class CLScan:
         of ``src``'s shape (so they share strides); see CPUScan.sort."""
         if src.numel() == 0:
             return
-        dev = self.dev(values)
-        self.check_dtype(dev, src.dtype)
+        dev = self.rt.dev(values)
+        self.rt.check_dtype(dev, src.dtype)
         rows, n, oshape, s, o = _layout(src, values, dim)
         key = D.float32 if src.dtype is D.float16 else src.dtype
         big = _big(src, values, indices, extra=2 * rows * n)
@@ -247,7 +242,7 @@ class CLScan:
         """``out[..., j, ...] = src[..., index[..., j, ...], ...]``; see CPUScan.gather_dim."""
         if out.numel() == 0:
             return
-        src, index = src.contiguous(), index.contiguous()
+        src, index = self.be.contiguous(src), self.be.contiguous(index)
         n, m, inner = _nmi(src, index, dim)
         args = [src._storage.data, src._offset, index._storage.data, index._offset, out._storage.data, out._offset,
                 m, n, inner, out.numel()]
@@ -258,21 +253,21 @@ class CLScan:
         ``mask`` is nonzero; see CPUScan.scatter_dim."""
         if index.numel() == 0:
             return
-        index = index.contiguous()
+        index = self.be.contiguous(index)
         n, m, inner = _nmi(out, index, dim)
         args = []
         if src is not None:
-            src = src.contiguous()
+            src = self.be.contiguous(src)
             args += [src._storage.data, src._offset]
         args += [index._storage.data, index._offset]
         if mask is not None:
-            mask = mask.contiguous()
+            mask = self.be.contiguous(mask)
             args += [mask._storage.data, mask._offset]
         args += [out._storage.data, out._offset, m, n, inner, index.numel()]
         self._sort_helper_launch(out, "scatter", args, dict(iota=src is None, masked=mask is not None), out, index)
 
     def _sort_helper_launch(self, out, kind, args, flags, *tensors) -> None:
-        dev = self.dev(out)
+        dev = self.rt.dev(out)
         big = _big(*tensors, out, extra=2 * out._storage.size)
         idx_np = np.int64 if big else np.int32
         # a copy moves bits: half travels as ushort, so no value conversion can touch it
@@ -282,35 +277,30 @@ class CLScan:
         total = args[-1]
         name = f"{kind}{'_iota' if flags['iota'] else ''}{'_masked' if flags['masked'] else ''}_{val}"
         kernel = programs.get_kernel(dev, "sort", name, arg_dtypes, params)
-        from .backend import launch_size
-
         kernel(dev.queue, *launch_size(dev, total), *args)
 
     def bincount(self, input, weights, out) -> None:
         """``out[b]`` = how many entries of the 1-D int ``input`` equal b (or the sum of their ``weights``, given
         in ``out``'s dtype): a sort, then two binary searches per bin, so the result is deterministic."""
-        from ...tensor import Tensor
-        from .backend import launch_size
-
         nbins = out.numel()
         if nbins == 0:
             return
         n = input.numel()
-        dev = self.dev(out)
+        dev = self.rt.dev(out)
         if weights is not None and not _loops_within(dev, n):
             # a bin may hold more weights than one work-item can add up on this device (looplimit.py):
             # scatter-add them instead (atomic, so the order of the sum is not fixed)
-            idx = Tensor._empty(input.shape, D.int64, input.device)
-            self.elementwise("identity", idx, [input], D.int64)
-            self.elementwise("identity", out, [0], out.dtype)
-            self.index_put(out._view((n,), (0,)), weights, [(idx, nbins, 1)], "add", wrap=False, checked=False)
+            idx = self.be.scratch(input.device, D.int64, input.shape)
+            self.be.elementwise("identity", idx, [input], D.int64)
+            self.be.elementwise("identity", out, [0], out.dtype)
+            self.be.index_put(view(out, (n,), (0,)), weights, [(idx, nbins, 1)], "add", wrap=False, checked=False)
             return
-        srt = Tensor._empty(input.shape, input.dtype, input.device)
-        perm = Tensor._empty(input.shape, D.int64, input.device)
+        srt = self.be.scratch(input.device, input.dtype, input.shape)
+        perm = self.be.scratch(input.device, D.int64, input.shape)
         self.sort(input, 0, False, srt, perm)
         args = [srt._storage.data, n]
         if weights is not None:
-            ws = Tensor._empty(weights.shape, weights.dtype, weights.device)
+            ws = self.be.scratch(weights.device, weights.dtype, weights.shape)
             self.gather_dim(weights, 0, perm, ws)
             args.append(ws._storage.data)
         args += [out._storage.data, nbins]
@@ -346,7 +336,7 @@ def _chunk(job) -> int:
     """Elements per work-group of the local sort: a power of two whose two key + position buffers take at most
     half the device's local memory."""
     room = job["dev"].props.local_memory // (4 * (job["key"].itemsize + job["pos"].itemsize))
-    return min(MAX_CHUNK, _pow2(job["n"]), 1 << (room.bit_length() - 1))
+    return min(MAX_CHUNK, pow2(job["n"]), 1 << (room.bit_length() - 1))
 
 
 def _sort_params(kind: str, big: bool, **given) -> dict:
@@ -366,12 +356,8 @@ def _nmi(full, index, dim: int) -> tuple[int, int, int]:
 
 
 def _is_buffer(v) -> bool:
-    import pyopencl as cl
-
     return v is None or isinstance(v, (cl.MemoryObjectHolder, cl.LocalMemory))
 
 
 def cl_local(nbytes: int):
-    import pyopencl as cl
-
     return cl.LocalMemory(nbytes)

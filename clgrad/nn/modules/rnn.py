@@ -177,11 +177,11 @@ class _LSTMSequence(Function):
 
 
 def _fused_lstm(like, bias):
-    """The backend, when it has fused LSTM step kernels for these tensors' device and dtype, else None."""
-    backend = backends.get(like.device)
-    if not hasattr(backend, "lstm_step") or like.dtype not in (D.float32, D.float64):
+    """The backend's fused LSTM steps (``fused_rnn``) when it has them for these tensors' device and dtype, else None."""
+    fused = backends.get(like.device).fused_rnn
+    if fused is None or like.dtype not in (D.float32, D.float64):
         return None
-    return backend if bias is None or bias.is_contiguous() else None
+    return fused if bias is None or bias.is_contiguous() else None
 
 
 def _check_nonlinearity(nonlinearity: str) -> str:
