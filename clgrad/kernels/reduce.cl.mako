@@ -13,6 +13,7 @@
 ## serially, with explicit VEC-wide vectors: axis "row" loads VEC consecutive reduced elements (inner stride 1)
 ## into VEC accumulators and folds them at the end, axis "col" loads VEC consecutive outputs (kept stride 1) and
 ## stores VEC results (UNROLL vectors of them per work-item); axis "scalar" (VEC 1) serves every other layout and the ops with indices.
+<%namespace name="cl" file="prelude.cl.mako"/>\
 <%
   is_float = acc in ("float", "double")
   IDENTITY = {
@@ -41,7 +42,7 @@
       BETTER = f"(b {cmp} a) || (b == a && ib < ia)"
       LATER_BETTER = f"b {cmp} a"
   def load(addr):
-      raw = f"vload_half({addr}, in)" if in_ctype == "half" else f"in[{addr}]"
+      raw = cl.module.load(in_ctype, "in", addr)
       return f"(ACC)({raw} != 0)" if op in ("all", "any") else f"(ACC){raw}"
   with_idx = idx != "none"
   # the vector forms of the above (VEC lanes; all/any keep int masks, -1 for true)
@@ -97,18 +98,15 @@
 </%def>\
 <%def name="store(o, value)">\
 % if out_cast == "half":
-        vstore_half_rte((float)(${value}), out_off + ${o}, out);
+        ${cl.module.store("half", "out", f"out_off + {o}", value)};
 % elif out_cast == "bool":
         out[out_off + ${o}] = (uchar)((${value}) != 0);
 % else:
         out[out_off + ${o}] = (${out_ctype})(${value});
 % endif
 </%def>\
-% if fp64:
-#pragma OPENCL EXTENSION cl_khr_fp64 : enable
-% endif
+${cl.header(fp64, idx_t)}\
 #define ACC ${acc}
-#define IDX ${idx_t}
 
 % if with_idx:
 inline int better(ACC b, long ib, ACC a, long ia) { return ${BETTER}; }
