@@ -5,20 +5,18 @@ from __future__ import annotations
 import numpy as np
 
 from .. import dtypes as D
-
-OPS = ("sum", "prod", "max", "min", "all", "any")
-# what a reduction over zero elements gives (max/min have none: the ops layer raises first)
-IDENTITY = {"sum": 0, "prod": 1, "all": True, "any": False}
+from ..registry.reductions import REDUCTIONS
 
 
 def acc_dtype(op: str, src: D.dtype, out: D.dtype) -> D.dtype:
-    """The dtype ``op`` accumulates in: float32 for float16, int64 for integer sums and products,
-    the input's own type for max/min (exact), bool for all/any."""
-    if op in ("sum", "prod"):
+    """The dtype ``op`` accumulates in, by its record's rule: "wide" (sum, prod) float32 for float16, int64
+    for integers; "exact" (max, min) the input's own type; "bool" (all, any)."""
+    rule = REDUCTIONS[op].acc
+    if rule == "wide":
         if out.kind == "f":
             return D.float32 if out is D.float16 else out
         return D.int64
-    if op in ("max", "min"):
+    if rule == "exact":
         return D.float32 if src is D.float16 else src
     return D.bool
 
@@ -27,8 +25,8 @@ class CPUReduce:
     def reduce(self, op: str, src, dims, out, out_idx=None) -> None:
         """Reduce ``src`` over ``dims`` into ``out`` (contiguous, ``src``'s shape with 1 on ``dims``).
 
-        ``op`` is one of sum/prod/max/min/all/any; for max/min, ``out_idx`` (int64, same shape) also
-        receives the first position of the result in the reduced dims (row-major over them).
+        ``op`` is a key of ``registry.reductions.REDUCTIONS``; for max/min, ``out_idx`` (int64, same shape)
+        also receives the first position of the result in the reduced dims (row-major over them).
         """
         from .cpu import cast, view_of
 
@@ -36,25 +34,27 @@ class CPUReduce:
             return
         dims = tuple(dims)
         a = view_of(src)
+        r = REDUCTIONS[op]
         acc = acc_dtype(op, src.dtype, out.dtype).np
         with np.errstate(all="ignore"):
-            if op in ("all", "any"):
-                res = getattr(np, op)(a != 0, axis=dims, keepdims=True)
-            elif op in ("sum", "prod"):
+            if r.mask:
+                res = r.np(a != 0, axis=dims, keepdims=True)
+            elif r.acc == "wide":
                 if op == "sum" and acc.kind == "f":
                     # numpy sums pairwise only along a contiguous axis; float64 keeps the others accurate
                     acc = np.dtype(np.float64)
-                res = getattr(np, op)(a, axis=dims, keepdims=True, dtype=acc)
+                res = r.np(a, axis=dims, keepdims=True, dtype=acc)
             elif out_idx is None:
-                res = getattr(np, op)(a.astype(acc, copy=False), axis=dims, keepdims=True)
+                res = r.np(a.astype(acc, copy=False), axis=dims, keepdims=True)
             else:
-                res, idx = _arg(op, a.astype(acc, copy=False), dims, out.shape)
+                res, idx = _arg(r.np_arg, a.astype(acc, copy=False), dims, out.shape)
                 np.copyto(view_of(out_idx), idx)
         np.copyto(view_of(out), cast(res, out.dtype), casting="unsafe")
 
 
-def _arg(op: str, a: np.ndarray, dims: tuple, kept_shape) -> tuple[np.ndarray, np.ndarray]:
-    """max/min and their first index over ``dims``; numpy's argmax already treats NaN as the winner."""
+def _arg(np_arg, a: np.ndarray, dims: tuple, kept_shape) -> tuple[np.ndarray, np.ndarray]:
+    """max/min and their first index over ``dims`` (``np_arg``: np.argmax or np.argmin, which already treat NaN
+    as the winner)."""
     a = np.moveaxis(a, dims, tuple(range(a.ndim - len(dims), a.ndim))).reshape(tuple(kept_shape) + (-1,))
-    idx = (np.argmax if op == "max" else np.argmin)(a, axis=-1)[..., None]
+    idx = np_arg(a, axis=-1)[..., None]
     return np.take_along_axis(a, idx, axis=-1)[..., 0], idx[..., 0]
