@@ -8,7 +8,8 @@ caches (CLGRAD_CACHE_DIR and POCL_CACHE_DIR pointing at new empty folders), then
 creation included; the imports are their own row. PyTorch has no kernel cache, so its cold and warm numbers are
 the same kind of fresh process. ``--smoke`` does one ``a + b`` instead of a training step.
 ``--record-groups`` rewrites clgrad/backends/opencl/group_table.py with the kernels the two steps request (one
-program group each, see groups.py); run it after changing a template or launcher that those steps use.
+program group each, see groups.py); run it after changing a launcher's parameters that those steps use (adding or
+changing an op in registry/ does not need it: members name their op, the kernels come from the tables at render).
 """
 from __future__ import annotations
 

@@ -64,7 +64,7 @@ def test_failing_member_falls_back_to_single_builds(cl_dev, device, monkeypatch,
     expected, members = recorded
     # an elementwise member whose expression does not compile: the group's program fails as a whole
     template, _, items = next(m for m in members if m[0] == "elementwise")
-    bad = dict(items)
+    bad = {k: v for k, v in items if k not in ("op", "op_dtype", "bundle")}  # a fused kernel's signature
     bad["kernels"] = (("broken_float", "no_such_function(x)"),)
     broken = (template, "broken_float", tuple(sorted(bad.items())))
     got = run(device, monkeypatch, "1", {"test": members + (broken,)})
@@ -83,8 +83,36 @@ def test_shipped_table_renders():
     table (python bench/startup.py --record-groups) when this fails."""
     for members in group_table.GROUPS.values():
         for template, name, items in members:
-            programs.render(template, name=name, **dict(items))
+            programs.render(template, name=name, **programs.render_params(template, dict(items)))
             assert groups.group_of((template, name, items)) is not None
+
+
+def test_shipped_table_survives_a_new_op(monkeypatch):
+    """A recorded elementwise member names its op and signature, not its bundle's kernels: after an op is added to
+    the table every member still renders, the unary float bundles now include the new op, and no recorded key
+    changed (so the workloads still request exactly what the table lists)."""
+    from clgrad.registry.elementwise import OPS, EwOp
+
+    monkeypatch.setitem(OPS, "twice_for_test", EwOp(1, "a + a", lambda a: a + a))
+    monkeypatch.setattr(programs, "_BUNDLES", {})
+    unary_float = 0
+    for members in group_table.GROUPS.values():
+        for template, name, items in members:
+            params = dict(items)
+            assert "kernels" not in params  # nothing in the table depends on the op table's expressions
+            source = programs.render(template, name=name, **programs.render_params(template, params))
+            if template == "elementwise" and len(params["args"]) == 1 and params["compute"] == "float":
+                assert "twice_for_test_float(" in source
+                unary_float += 1
+    assert unary_float
+
+
+def test_recurrent_ops_stay_out_of_bundles():
+    """nn.RNN/LSTM's ops are built alone: compiling them into every three-operand bundle cost every other op."""
+    from clgrad import dtypes as D
+
+    assert programs.bundle_of("rnn_tanh", D.float32) == ("rnn_tanh",)
+    assert not any(o.startswith(("rnn_", "lstm_")) for o in programs.bundle_of("clamp", D.float32))
 
 
 SNIPPET = """\

@@ -13,14 +13,12 @@ from typing import NamedTuple
 import numpy as np
 
 from .. import dtypes as D
+from ..registry.reductions import REDUCTIONS
 
 INT32_MAX = 2**31 - 1  # the largest index 32-bit kernel index math reaches
 # what a Python scalar operand can be; anything else a backend is handed is a tensor descriptor
 SCALAR_TYPES = (int, float, bool, np.number, np.bool_)
 # what a reduction over zero elements gives (max/min have none: the ops layer raises first)
-IDENTITY = {"sum": 0, "prod": 1, "all": True, "any": False}
-
-
 def is_scalar(x) -> bool:
     """Whether an operand is a Python (or numpy) scalar rather than a tensor descriptor."""
     return isinstance(x, SCALAR_TYPES)
@@ -126,13 +124,15 @@ def cast(values: np.ndarray, to: D.dtype) -> np.ndarray:
 
 
 def acc_dtype(op: str, src: D.dtype, out: D.dtype) -> D.dtype:
-    """The dtype ``op`` accumulates in: float32 for float16, int64 for integer sums and products,
-    the input's own type for max/min (exact), bool for all/any."""
-    if op in ("sum", "prod"):
+    """The dtype reduction (or scan) ``op`` accumulates in, by its record's rule (``registry/reductions.py``):
+    "wide" (sum, prod) float32 for float16, int64 for integers; "exact" (max, min) the input's own type (float32
+    for float16); "bool" (all, any)."""
+    rule = REDUCTIONS[op].acc
+    if rule == "wide":
         if out.kind == "f":
             return D.float32 if out is D.float16 else out
         return D.int64
-    if op in ("max", "min"):
+    if rule == "exact":
         return D.float32 if src is D.float16 else src
     return D.bool
 

@@ -239,6 +239,7 @@ def kernel_params(dist: str, dtype_name: str) -> dict:
         "out_ctype": STORAGE_CTYPE[dtype_name],
         "out_dtype": dtype_name,
         "param_ctype": _param_ctype(dist, dtype_name),
+        "fp64": dtype_name == "float64",
     }
 
 

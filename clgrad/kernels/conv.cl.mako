@@ -13,17 +13,15 @@
 ## Render kwargs: name, kind ('im2col' | 'col2im' | 'bias'), ctype (storage type: im2col copies the bits, so 'ushort',
 ## 'uint' or 'ulong' of the element's width; col2im: 'half', 'float' or 'double'), acc (col2im's output and
 ## accumulator type: 'float' or 'double'; bias: the compute type), fp64, idx_t.
+<%namespace name="cl" file="prelude.cl.mako"/>\
 <%
   def load(ptr, i):
-      return f"vload_half({i}, {ptr})" if ctype == "half" else f"({acc}){ptr}[{i}]"
+      return cl.module.load(ctype, ptr, i, to=acc)
 
   def store(ptr, i, v):
-      return f"vstore_half_rte({v}, {i}, {ptr})" if ctype == "half" else f"{ptr}[{i}] = ({ctype})({v})"
+      return cl.module.store(ctype, ptr, i, v)
 %>\
-% if fp64:
-#pragma OPENCL EXTENSION cl_khr_fp64 : enable
-% endif
-#define IDX ${idx_t}
+${cl.header(fp64, idx_t)}\
 
 // [*lo, *hi): the positions o in [0, n) whose coordinate start + o * step lies in [0, size) (step > 0)
 inline void inside(IDX start, IDX step, IDX size, IDX n, IDX *lo, IDX *hi) {

@@ -5,6 +5,7 @@
 ## dims coalesced by the launcher, so `ndim` is small. A contiguous operand skips index math.
 ## ``prelude``: statements run after the loads, before the store (``clgrad.compile``'s fused chains: one statement
 ## per op, so the compiler contracts a multiply and an add into an fma exactly where the op's own kernel would).
+<%namespace name="cl" file="prelude.cl.mako"/>\
 <%
   letters = "abcdefgh"
   strided = (not out_contig) or any((not contig) and (not scalar) for scalar, _, _, contig in args)
@@ -13,7 +14,7 @@
       if scalar:
           return f"s{k}"
       idx = f"off{k} + gid" if contig else f"i{k}"
-      raw = f"vload_half({idx}, in{k})" if ctype == "half" else f"in{k}[{idx}]"
+      raw = cl.module.load(ctype, f"in{k}", idx)
       if load_t == "bool":
           return f"({raw} != 0)"
       if half_compute and ctype != "half":
@@ -22,9 +23,7 @@
       return f"({load_t}){raw}"
   oidx = "out_off + gid" if out_contig else "io"
 %>\
-% if fp64:
-#pragma OPENCL EXTENSION cl_khr_fp64 : enable
-% endif
+${cl.header(fp64, idx_t)}\
 #define T ${compute}
 // a floating constant in the compute type: a double literal would need cl_khr_fp64 in a float kernel
 % if compute == "double":
@@ -33,8 +32,7 @@
 #define K(x) x##f
 % endif
 % if half_compute:
-// a half variable needs cl_khr_fp16, a pointer to half does not: keep the bits in a ushort
-inline float round_half(float x) { ushort h; vstore_half_rte(x, 0, (half *)&h); return vload_half(0, (half *)&h); }
+${cl.half_bits()}\
 % endif
 % if integral:
 <% signed = compute in ("char", "short", "int", "long") %>\
@@ -118,24 +116,24 @@ inline T logit_eps(T x, T eps) {
 
 % for name, expr in kernels:
 __kernel void ${name}(
-    __global ${out_ctype} *out, ${idx_t} out_off,
+    __global ${out_ctype} *out, IDX out_off,
 % if not out_contig:
-    ${", ".join(f"{idx_t} os{d}" for d in range(ndim))},
+    ${", ".join(f"IDX os{d}" for d in range(ndim))},
 % endif
 % for k, (scalar, ctype, load_t, contig) in enumerate(args):
 %   if scalar:
     ${"uchar" if load_t == "bool" else load_t} s${k},
 %   else:
-    __global const ${ctype} *in${k}, ${idx_t} off${k},
+    __global const ${ctype} *in${k}, IDX off${k},
 %     if not contig:
-    ${", ".join(f"{idx_t} st{k}_{d}" for d in range(ndim))},
+    ${", ".join(f"IDX st{k}_{d}" for d in range(ndim))},
 %     endif
 %   endif
 % endfor
 % if strided:
-    ${", ".join(f"{idx_t} n{d}" for d in range(ndim))},
+    ${", ".join(f"IDX n{d}" for d in range(ndim))},
 % endif
-    ${idx_t} numel)
+    IDX numel)
 {
 % if grid:
     // an ndim-D launch (CPU devices): coordinates come from the work-item ids, innermost dim first, so no
@@ -153,18 +151,18 @@ __kernel void ${name}(
         return f" + c{d} * {st}{d}"
 %>\
 %   for d in range(ndim):
-    const ${idx_t} c${d} = (${idx_t})get_global_id(${ndim - 1 - d});
+    const IDX c${d} = (IDX)get_global_id(${ndim - 1 - d});
 %   endfor
-    const ${idx_t} gid = ${"(" * (ndim - 1) + "c0" + "".join(f" * n{d} + c{d})" for d in range(1, ndim))};
+    const IDX gid = ${"(" * (ndim - 1) + "c0" + "".join(f" * n{d} + c{d})" for d in range(1, ndim))};
 %   for var, off, st, unit in targets:
-    const ${idx_t} ${var} = ${off}${"".join(term(d, st, unit) for d in range(ndim))};
+    const IDX ${var} = ${off}${"".join(term(d, st, unit) for d in range(ndim))};
 %   endfor
 % else:
 %   if guard:
     // compare in size_t: a global size rounded up past INT_MAX must not wrap gid negative
     if (get_global_id(0) >= (size_t)numel) return;
 %   endif
-    ${idx_t} gid = (${idx_t})get_global_id(0);
+    IDX gid = (IDX)get_global_id(0);
 % if strided:
     // unravel gid over the shape, accumulating each strided operand's offset
 <%
@@ -173,12 +171,12 @@ __kernel void ${name}(
         targets.append(("io", "out_off", "os"))
 %>\
 %   for var, off, _ in targets:
-    ${idx_t} ${var} = ${off};
+    IDX ${var} = ${off};
 %   endfor
-    ${idx_t} rem = gid;
+    IDX rem = gid;
 %   for d in reversed(range(ndim)):
     {
-        ${idx_t} c = ${"rem" if d == 0 else f"rem % n{d}"};
+        IDX c = ${"rem" if d == 0 else f"rem % n{d}"};
 %     if d:
         rem /= n${d};
 %     endif
@@ -197,7 +195,7 @@ __kernel void ${name}(
 % endfor
 % if out_cast == "half":
     // double -> float -> half, as c10::Half converts
-    vstore_half_rte((float)(${expr}), ${oidx}, out);
+    ${cl.module.store("half", "out", oidx, expr)};
 % elif out_cast == "bool":
     out[${oidx}] = (uchar)((${expr}) != 0);
 % elif out_cast == "float_to_small_int":

@@ -5,18 +5,13 @@
 ##               duplicates, but the order of the additions (hence the last bits of a float sum) is not
 ##               deterministic, as with atomics in PyTorch's CUDA index_add. float16 gradients accumulate in
 ##               a float32 buffer; float64 needs cl_khr_int64_base_atomics.
+<%namespace name="cl" file="prelude.cl.mako"/>\
 <%
   def load(buf, ctype, addr):
-      return f"(ACC)vload_half({addr}, {buf})" if ctype == "half" else f"(ACC){buf}[{addr}]"
+      return cl.module.load(ctype, buf, addr, to="ACC")
 %>\
-% if fp64:
-#pragma OPENCL EXTENSION cl_khr_fp64 : enable
-% endif
-% if kind == "accumulate" and acc == "double":
-#pragma OPENCL EXTENSION cl_khr_int64_base_atomics : enable
-% endif
+${cl.header(fp64, idx_t, int64_atomics=kind == "accumulate" and acc == "double")}\
 #define ACC ${acc}
-#define IDX ${idx_t}
 
 % if kind == "gather":
 __kernel void ${name}(__global const ${idx_ctype} *idx, IDX idx_off, __global const ${val_ctype} *w, IDX w_off,
@@ -33,34 +28,10 @@ __kernel void ${name}(__global const ${idx_ctype} *idx, IDX idx_off, __global co
     } else {
         value = ${load("w", val_ctype, "w_off + v * ws0 + d * ws1")};
     }
-%   if val_ctype == "half":
-    vstore_half_rte((float)value, i, out);
-%   else:
-    out[i] = value;
-%   endif
+    ${cl.module.store(val_ctype, "out", "i", "value")};
 }
 % else:
-%   if acc == "double":
-inline void atomic_add_acc(volatile __global ACC *p, ACC v) {
-    volatile __global ulong *bits = (volatile __global ulong *)p;
-    ulong cur = atom_add(bits, (ulong)0);  // an atomic read: plain loads would race with other work-items' swaps
-    for (;;) {
-        const ulong seen = atom_cmpxchg(bits, cur, as_ulong(as_double(cur) + v));
-        if (seen == cur) break;
-        cur = seen;
-    }
-}
-%   else:
-inline void atomic_add_acc(volatile __global ACC *p, ACC v) {
-    volatile __global uint *bits = (volatile __global uint *)p;
-    uint cur = atomic_add(bits, 0u);  // an atomic read: plain loads would race with other work-items' swaps
-    for (;;) {
-        const uint seen = atomic_cmpxchg(bits, cur, as_uint(as_float(cur) + v));
-        if (seen == cur) break;
-        cur = seen;
-    }
-}
-%   endif
+${cl.atomic_update("atomic_add_acc", acc, "a + b")}\
 
 __kernel void ${name}(__global const ${idx_ctype} *idx, IDX idx_off, __global const ${val_ctype} *g, IDX g_off,
                       IDX gs0, IDX gs1, __global ACC *acc, IDX N, IDX D, long V, long pad)

@@ -20,18 +20,13 @@
 ##              holds the element (buffers are allocated in multiples of 512 bytes, so the word is in bounds)
 ##   serial     64-bit types on a device without cl_khr_int64_base_atomics: one work-item applies every
 ##              update in order (slow but correct, and deterministic), over [start, n) of the index space
+<%namespace name="cl" file="prelude.cl.mako"/>\
 <%
   RAW = {1: "uchar", 2: "ushort", 4: "uint", 8: "ulong"}
   SIZE = {"uchar": 1, "char": 1, "ushort": 2, "short": 2, "half": 2, "uint": 4, "int": 4, "float": 4,
           "ulong": 8, "long": 8, "double": 8}
 %>\
-% if fp64:
-#pragma OPENCL EXTENSION cl_khr_fp64 : enable
-% endif
-% if kind in ("gather", "put") and atomic in ("int64", "cas64"):
-#pragma OPENCL EXTENSION cl_khr_int64_base_atomics : enable
-% endif
-#define IDX ${idx_t}
+${cl.header(fp64, idx_t, int64_atomics=kind in ("gather", "put") and atomic in ("int64", "cas64"))}\
 % if kind in ("gather", "put"):
 <%
   half = elem == "half"
@@ -39,6 +34,7 @@
   arith = mode in ("add", "mul")
   # where memory is touched as raw bits (half has no arithmetic type without cl_khr_fp16)
   mem_t = "ushort" if half else elem
+  FROM, TO = ("half_from_bits", "half_to_bits") if half else ("from_bits", "to_bits")
   if is_bool:
       OP = {"add": "a | b", "mul": "a & b"}
   elif compute in ("float", "double"):
@@ -50,11 +46,13 @@
 % if arith:
 inline T combine(T a, T b) { return ${OP[mode]}; }
 %   if half:
-inline float from_bits(ushort h) { return vload_half(0, (const half *)&h); }
-inline ushort to_bits(float x) { ushort h; vstore_half_rte(x, 0, (half *)&h); return h; }
+${cl.half_bits()}\
 %   elif atomic == "word":
 inline T from_bits(${RAW[SIZE[elem]]} b) { return as_${elem}(b); }
 inline ${RAW[SIZE[elem]]} to_bits(T x) { return as_${RAW[SIZE[elem]]}(x); }
+%   endif
+%   if atomic in ("cas32", "cas64"):
+${cl.atomic_update("atomic_combine", elem, "combine(a, b)")}\
 %   endif
 
 inline void update(__global ${mem_t} *data, IDX p, T v) {
@@ -63,15 +61,7 @@ inline void update(__global ${mem_t} *data, IDX p, T v) {
 %   elif atomic == "int64":
     atom_add((volatile __global long *)(data + p), v);
 %   elif atomic in ("cas32", "cas64"):
-<%    word, cas = ("uint", "atomic_cmpxchg") if atomic == "cas32" else ("ulong", "atom_cmpxchg") %>\
-    volatile __global ${word} *w = (volatile __global ${word} *)(data + p);
-    // the first guess needs no plain load (which would race with other work-items' swaps): a wrong guess
-    // only costs one failed compare-and-swap, which returns the current value
-    ${word} old = 0, expected;
-    do {
-        expected = old;
-        old = ${cas}(w, expected, as_${word}(combine(as_${elem}(expected), v)));
-    } while (old != expected);
+    atomic_combine(data + p, v);
 %   elif atomic == "word":
 <%    size = SIZE[elem]; bits_t = RAW[size] %>\
     const IDX byte = p * ${size};
@@ -86,12 +76,12 @@ inline void update(__global ${mem_t} *data, IDX p, T v) {
     do {
         expected = old;
         const ${bits_t} cur = (${bits_t})((expected & mask) >> shift);
-        const ${bits_t} next = to_bits(combine(from_bits(cur), v));
+        const ${bits_t} next = ${TO}(combine(${FROM}(cur), v));
         old = atomic_cmpxchg(w, expected, (expected & ~mask) | ((uint)next << shift));
     } while (old != expected);
 %   elif atomic == "serial":
 %     if half:
-    data[p] = to_bits(combine(from_bits(data[p]), v));
+    data[p] = ${TO}(combine(${FROM}(data[p]), v));
 %     else:
     data[p] = combine(data[p], v);
 %     endif
@@ -181,9 +171,9 @@ __kernel void ${name}(
 % else:
 <%
     if value == "tensor":
-        load = "from_bits(val[pv])" if half else "val[pv]"
+        load = f"{FROM}(val[pv])" if half else "val[pv]"
     else:
-        load = "from_bits(sval)" if half else "sval"
+        load = f"{FROM}(sval)" if half else "sval"
 %>\
         if (ok) {
 %   if arith:

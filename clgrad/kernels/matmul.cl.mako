@@ -20,6 +20,7 @@
 ## on PoCL each kernel costs 1-3 s of code generation on first use.
 ##
 ## Render kwargs: name, ctype (storage type), acc (accumulator type), fp64, idx_t, tm, tn, tk, wm, wn, vw, bias.
+<%namespace name="cl" file="prelude.cl.mako"/>\
 <%
   lx, ly = tn // (wn * vw), tm // wm
   nt = lx * ly
@@ -32,10 +33,10 @@
 
   def gload(ptr, idx, w):
       """w consecutive elements of global ptr from element idx, converted to the accumulator type."""
-      if half:
-          return f"vload_half({idx}, {ptr})" if w == 1 else f"vload_half{w}(0, {ptr} + {idx})"
       if w == 1:
-          return f"({acc}){ptr}[{idx}]"
+          return cl.module.load(ctype, ptr, idx, to=acc)
+      if half:
+          return f"vload_half{w}(0, {ptr} + {idx})"
       raw = f"vload{w}(0, {ptr} + {idx})"
       return raw if ctype == acc else f"convert_{acc}{w}({raw})"
 %>\
@@ -71,7 +72,7 @@
                 if (e >= ${total}) break;  // a tile smaller than the work-group (skinny tilings)
 %   endif
                 const int ${ff} = e % ${ext[fast]}, ${ss} = e / ${ext[fast]};
-                const ${idx_t} g = ${op}_base + (${start[slow]} + ${ss}) * ${stride[slow]} + (${start[fast]} + ${ff}) * ${stride[fast]};
+                const IDX g = ${op}_base + (${start[slow]} + ${ss}) * ${stride[slow]} + (${start[fast]} + ${ff}) * ${stride[fast]};
 %   if checked and w == 1:
                 ${dst(ff)} = (${slow_ok} && ${start[fast]} + ${ff} < ${limit[fast]}) ? ${gload(op, "g", 1)} : (${acc})0;
 %   else:
@@ -108,31 +109,29 @@ ${copy(op, units[1], checked)}\
 ${copy(op, "", checked)}\
         }
 </%def>\
-% if fp64:
-#pragma OPENCL EXTENSION cl_khr_fp64 : enable
-% endif
+${cl.header(fp64, idx_t)}\
 
 __kernel __attribute__((reqd_work_group_size(${lx}, ${ly}, 1)))
 void ${name}(
-    __global ${ctype} *out, ${idx_t} out_off,
-    __global const ${ctype} *a, ${idx_t} a_off, ${idx_t} a_sb, ${idx_t} a_sm, ${idx_t} a_sk,
-    __global const ${ctype} *b, ${idx_t} b_off, ${idx_t} b_sb, ${idx_t} b_sk, ${idx_t} b_sn,
-    ${idx_t} M, ${idx_t} N, ${idx_t} K, ${idx_t} NB, ${idx_t} per${", __global const " + ctype + " *bias, " + idx_t + " bias_off" if bias else ""})
+    __global ${ctype} *out, IDX out_off,
+    __global const ${ctype} *a, IDX a_off, IDX a_sb, IDX a_sm, IDX a_sk,
+    __global const ${ctype} *b, IDX b_off, IDX b_sb, IDX b_sk, IDX b_sn,
+    IDX M, IDX N, IDX K, IDX NB, IDX per${", __global const " + ctype + " *bias, IDX bias_off" if bias else ""})
 {
     __local ${acc} As[${tm}][${tk + pad}];
     __local ${acc} Bs[${tk}][${tn + pad}];
     const int tx = get_local_id(0), ty = get_local_id(1);
     const int tid = ty * ${lx} + tx;
-    const ${idx_t} m0 = (${idx_t})get_group_id(1) * ${tm}, n0 = (${idx_t})get_group_id(0) * ${tn};
-    const ${idx_t} batch = get_global_id(2);
+    const IDX m0 = (IDX)get_group_id(1) * ${tm}, n0 = (IDX)get_group_id(0) * ${tn};
+    const IDX batch = get_global_id(2);
 % for i in range(wm):
     ${vt(vw)} ${", ".join(f"acc{i}_{j} = 0" for j in range(wn))};
 % endfor
 
-    const ${idx_t} b_end = min(batch * per + per, NB);
-    for (${idx_t} bb = batch * per; bb < b_end; ++bb) {
-    const ${idx_t} a_base = a_off + bb * a_sb, b_base = b_off + bb * b_sb;
-    for (${idx_t} k0 = 0; k0 < K; k0 += ${tk}) {
+    const IDX b_end = min(batch * per + per, NB);
+    for (IDX bb = batch * per; bb < b_end; ++bb) {
+    const IDX a_base = a_off + bb * a_sb, b_base = b_off + bb * b_sb;
+    for (IDX k0 = 0; k0 < K; k0 += ${tk}) {
         // the branches are uniform over the work-group: only edge tiles pay for bounds checks
         if (m0 + ${tm} <= M && k0 + ${tk} <= K) {
 ${copy_any("a", ("k", "m"), False)}\
@@ -166,15 +165,15 @@ ${copy_any("b", ("n", "k"), True)}\
     }
     }
 
-    const ${idx_t} o_base = out_off + batch * M * N;
+    const IDX o_base = out_off + batch * M * N;
 % for i in range(wm):
     {
-        const ${idx_t} m = m0 + ty + ${ly * i};
+        const IDX m = m0 + ty + ${ly * i};
         if (m < M) {
 %   for j in range(wn):
             {
-                const ${idx_t} n = n0 + (tx + ${lx * j}) * ${vw};
-                const ${idx_t} o = o_base + m * N + n;
+                const IDX n = n0 + (tx + ${lx * j}) * ${vw};
+                const IDX o = o_base + m * N + n;
 %     if vw > 1:
                 if (n + ${vw} <= N) {
 %       if bias:
@@ -194,15 +193,11 @@ ${copy_any("b", ("n", "k"), True)}\
 %       if bias:
                         if (bias) part[v] += bias[bias_off + n + v];
 %       endif
-%       if half:
-                        vstore_half_rte(part[v], o + v, out);
-%       else:
-                        out[o + v] = (${ctype})part[v];
-%       endif
+                        ${cl.module.store(ctype, "out", "o + v", "part[v]")};
                     }
                 }
 %     elif half:
-                if (n < N) vstore_half_rte(acc${i}_${j}, o, out);
+                if (n < N) ${cl.module.store(ctype, "out", "o", f"acc{i}_{j}")};
 %     elif bias:
                 if (n < N) out[o] = (${ctype})(bias ? acc${i}_${j} + bias[bias_off + n] : acc${i}_${j});
 %     else:

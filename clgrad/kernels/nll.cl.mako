@@ -3,19 +3,15 @@
 ## The sample dims are coalesced by the launcher (``nd`` of them, strides for x and target); x's class
 ## dim has stride x_cs. loss and wt are contiguous. A target outside [0, C) sets *flag (an atomic, so
 ## concurrent writers never race); the host reads that one int and raises PyTorch's IndexError.
+<%namespace name="cl" file="prelude.cl.mako"/>\
 <%
   def load(buf, ctype, addr):
-      return f"(ACC)vload_half({addr}, {buf})" if ctype == "half" else f"(ACC){buf}[{addr}]"
+      return cl.module.load(ctype, buf, addr, to="ACC")
   def store(buf, value):
-      if out_ctype == "half":
-          return f"vstore_half_rte((float)({value}), i, {buf})"
-      return f"{buf}[i] = ({out_ctype})({value})"
+      return cl.module.store(out_ctype, buf, "i", value)
 %>\
-% if fp64:
-#pragma OPENCL EXTENSION cl_khr_fp64 : enable
-% endif
+${cl.header(fp64, idx_t)}\
 #define ACC ${acc}
-#define IDX ${idx_t}
 
 __kernel void ${name}(
     __global const ${in_ctype} *x, IDX x_off, IDX x_cs,

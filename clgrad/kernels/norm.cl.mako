@@ -5,14 +5,9 @@
 ## pairwise merge across work-items: no catastrophic cancellation, float32 accumulation for float16.
 ##
 ## ``group``: one work-group per row (long rows); otherwise one work-item per row.
-<%
-  raw_load = "vload_half(p, x)" if in_ctype == "half" else "x[p]"
-%>\
-% if fp64:
-#pragma OPENCL EXTENSION cl_khr_fp64 : enable
-% endif
+<%namespace name="cl" file="prelude.cl.mako"/>\
+${cl.header(fp64, idx_t)}\
 #define ACC ${acc}
-#define IDX ${idx_t}
 
 % if group:
 // (n, mean, m2) of one part merged into another (Chan et al.)
@@ -70,7 +65,7 @@ __kernel void ${name}(
 %     endif
 %   endfor
 % endif
-        const ACC v = (ACC)${raw_load};
+        const ACC v = ${cl.module.load(in_ctype, "x", "p", to="ACC")};
         count += 1;
         const ACC delta = v - mean;
         mean += delta / (ACC)count;

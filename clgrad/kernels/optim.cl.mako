@@ -3,12 +3,10 @@
 ## PyTorch's single-tensor ops in its order, rounding to T after each as the composed ops do, and
 ## FP_CONTRACT is off so the compiler does not fuse a multiply and an add into a differently rounded fma.
 ## All tensors are contiguous with the parameter's dtype T (float or double); p and g carry offsets.
-% if ctype == "double":
-#pragma OPENCL EXTENSION cl_khr_fp64 : enable
-% endif
+<%namespace name="cl" file="prelude.cl.mako"/>\
+${cl.header(fp64, idx_t)}\
 #pragma OPENCL FP_CONTRACT OFF
 #define T ${ctype}
-#define IDX ${idx_t}
 
 % if kind == "adam":
 __kernel void ${name}(

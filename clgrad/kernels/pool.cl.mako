@@ -8,12 +8,13 @@
 ##
 ## Render kwargs: name, kind, ctype ('half' | 'float' | 'double'), acc ('float' | 'double'), fp64, idx_t,
 ## linear (upsample kinds: bilinear rather than nearest).
+<%namespace name="cl" file="prelude.cl.mako"/>\
 <%
   def load(ptr, i):
-      return f"vload_half({i}, {ptr})" if ctype == "half" else f"({acc}){ptr}[{i}]"
+      return cl.module.load(ctype, ptr, i, to=acc)
 
   def store(ptr, i, v):
-      return f"vstore_half_rte({v}, {i}, {ptr})" if ctype == "half" else f"{ptr}[{i}] = ({ctype})({v})"
+      return cl.module.store(ctype, ptr, i, v)
 
   strided = "IDX {p}_off, IDX {p}s0, IDX {p}s1, IDX {p}s2, IDX {p}s3"
 %>\
@@ -21,10 +22,7 @@
     const IDX n = nc / C, c = nc % C;
     const IDX ${p}_plane = ${p}_off + n * ${p}s0 + c * ${p}s1;
 </%def>\
-% if fp64:
-#pragma OPENCL EXTENSION cl_khr_fp64 : enable
-% endif
-#define IDX ${idx_t}
+${cl.header(fp64, idx_t)}\
 #define ACC ${acc}
 
 % if kind == "max_pool":

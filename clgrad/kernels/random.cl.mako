@@ -1,5 +1,5 @@
 ## Philox4x32-10 random kernel: one kernel per (dist, output dtype).
-## Render kwargs: name, dist, out_ctype, out_dtype, param_ctype
+## Render kwargs: name, dist, out_ctype, out_dtype, param_ctype, fp64
 ## (see clgrad.backends.philox.kernel_params). The numpy reference
 ## implementation clgrad.backends.philox.sample() defines the stream; every
 ## arithmetic step below mirrors it in the same precision and order.
@@ -9,9 +9,8 @@
     ftype = "double" if out_dtype == "float64" else "float"
     suffix = "" if ftype == "double" else "f"
 %>\
-% if out_dtype == "float64":
-#pragma OPENCL EXTENSION cl_khr_fp64 : enable
-% endif
+<%namespace name="cl" file="prelude.cl.mako"/>\
+${cl.header(fp64)}\
 
 /* Philox4x32-10 (Salmon et al. 2011; Random123 constants). Prefixed with the
    kernel name so that several random kernels can share one program. Not
@@ -90,10 +89,5 @@ __kernel void ${name}(__global ${out_ctype} *out, long out_offset, long n, uint 
   % endif
 % endif
 
-% if is_half:
-    /* half is storage only (no cl_khr_fp16 needed); round to nearest even. */
-    vstore_half_rte((float)v, (size_t)(out_offset + i), out);
-% else:
-    out[out_offset + i] = (${out_ctype})v;
-% endif
+    ${cl.module.store(out_ctype, "out", "out_offset + i", "v")};  /* half: storage only, rounded to nearest even */
 }

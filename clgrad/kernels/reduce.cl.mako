@@ -13,27 +13,15 @@
 ## serially, with explicit VEC-wide vectors: axis "row" loads VEC consecutive reduced elements (inner stride 1)
 ## into VEC accumulators and folds them at the end, axis "col" loads VEC consecutive outputs (kept stride 1) and
 ## stores VEC results (UNROLL vectors of them per work-item); axis "scalar" (VEC 1) serves every other layout and the ops with indices.
+<%namespace name="cl" file="prelude.cl.mako"/>\
 <%
+  # identity, combine, videntity, vcombine, mask and arg come from the op's record in registry/reductions.py
   is_float = acc in ("float", "double")
-  IDENTITY = {
-      "sum": "0", "prod": "1", "all": "1", "any": "0",
-      "max": "-INFINITY" if is_float else {"uchar": "0", "char": "CHAR_MIN", "short": "SHRT_MIN", "int": "INT_MIN", "long": "LONG_MIN"}.get(acc),
-      "min": "INFINITY" if is_float else {"uchar": "UCHAR_MAX", "char": "CHAR_MAX", "short": "SHRT_MAX", "int": "INT_MAX", "long": "LONG_MAX"}.get(acc),
-  }
-  # a op b for the ops without a winner; max/min keep a NaN once they have seen one (torch semantics)
-  COMBINE = {
-      # integer sums wrap through ulong: signed overflow is undefined in C, numpy and torch wrap
-      "sum": "a + b" if is_float else "(ACC)((ulong)a + (ulong)b)",
-      "prod": "a * b" if is_float else "(ACC)((ulong)a * (ulong)b)",
-      "all": "a & b", "any": "a | b",
-      "max": "(b > a || isnan(b)) ? b : a" if is_float else "b > a ? b : a",
-      "min": "(b < a || isnan(b)) ? b : a" if is_float else "b < a ? b : a",
-  }
   # whether (b, ib) replaces (a, ia) for max/min with indices: a better value, else the first occurrence
-  cmp = ">" if op == "max" else "<"
+  cmp = arg or ">"
   # within one work-item indices only grow, so ties keep the held value: `a == a` is "a is not NaN"
   # and !(b <= a) is "b > a or b is NaN", which is cheaper than isnan
-  ncmp = "<=" if op == "max" else ">="
+  ncmp = {">": "<=", "<": ">="}[cmp]
   if is_float:
       BETTER = f"(b {cmp} a) || (isnan(b) && !isnan(a)) || ((b == a || (isnan(a) && isnan(b))) && ib < ia)"
       LATER_BETTER = f"a == a && !(b {ncmp} a)"
@@ -41,26 +29,18 @@
       BETTER = f"(b {cmp} a) || (b == a && ib < ia)"
       LATER_BETTER = f"b {cmp} a"
   def load(addr):
-      raw = f"vload_half({addr}, in)" if in_ctype == "half" else f"in[{addr}]"
-      return f"(ACC)({raw} != 0)" if op in ("all", "any") else f"(ACC){raw}"
+      raw = cl.module.load(in_ctype, "in", addr)
+      return f"(ACC)({raw} != 0)" if mask else f"(ACC){raw}"
   with_idx = idx != "none"
-  # the vector forms of the above (VEC lanes; all/any keep int masks, -1 for true)
-  VACC = "int" if op in ("all", "any") else acc
-  VIDENTITY = "-1" if op == "all" else IDENTITY[op]
-  VCOMBINE = {
-      "sum": "a + b" if is_float else f"as_long{vec}(as_ulong{vec}(a) + as_ulong{vec}(b))",
-      "prod": "a * b" if is_float else f"as_long{vec}(as_ulong{vec}(a) * as_ulong{vec}(b))",
-      "all": "a & b", "any": "a | b",
-      "max": "select(a, b, (b > a) | isnan(b))" if is_float else "max(a, b)",
-      "min": "select(a, b, (b < a) | isnan(b))" if is_float else "min(a, b)",
-  }
+  # the vector forms (VEC lanes; masks are int lanes, -1 for true)
+  VACC = "int" if mask else acc
   def vload(addr):
       raw = f"vload_half{vec}(0, in + {addr})" if in_ctype == "half" else f"vload{vec}(0, in + {addr})"
       zero = "(float)0" if in_ctype == "half" else f"({in_ctype})0"
-      return f"convert_int{vec}({raw} != {zero})" if op in ("all", "any") else f"convert_{acc}{vec}({raw})"
+      return f"convert_int{vec}({raw} != {zero})" if mask else f"convert_{acc}{vec}({raw})"
   def lane(v, k):
       x = f"{v}.s{'0123456789abcdef'[k]}"
-      return f"(ACC)({x} != 0)" if op in ("all", "any") else x
+      return f"(ACC)({x} != 0)" if mask else x
 %>\
 <%def name="outer_base(m)">\
 ## base = the input address of output ${m}
@@ -97,28 +77,25 @@
 </%def>\
 <%def name="store(o, value)">\
 % if out_cast == "half":
-        vstore_half_rte((float)(${value}), out_off + ${o}, out);
+        ${cl.module.store("half", "out", f"out_off + {o}", value)};
 % elif out_cast == "bool":
         out[out_off + ${o}] = (uchar)((${value}) != 0);
 % else:
         out[out_off + ${o}] = (${out_ctype})(${value});
 % endif
 </%def>\
-% if fp64:
-#pragma OPENCL EXTENSION cl_khr_fp64 : enable
-% endif
+${cl.header(fp64, idx_t)}\
 #define ACC ${acc}
-#define IDX ${idx_t}
 
 % if with_idx:
 inline int better(ACC b, long ib, ACC a, long ia) { return ${BETTER}; }
 inline int later_better(ACC b, ACC a) { return ${LATER_BETTER}; }
 % else:
-inline ACC combine(ACC a, ACC b) { return ${COMBINE[op]}; }
+inline ACC combine(ACC a, ACC b) { return ${combine}; }
 % endif
 % if vec > 1:
 #define VACC ${VACC}${vec}
-inline VACC vcombine(VACC a, VACC b) { return ${VCOMBINE[op]}; }
+inline VACC vcombine(VACC a, VACC b) { return ${vcombine}; }
 % endif
 
 __kernel void ${name}(
@@ -157,7 +134,7 @@ ${outer_base("m")}\
     // UNROLL x VEC neighbouring outputs (kept stride 1; the launcher checked they share a row) in vector lanes:
     // several vectors per row make each row's read a long contiguous run
 %     for u in range(unroll):
-    VACC v${u} = (VACC)(${VIDENTITY});
+    VACC v${u} = (VACC)(${videntity});
 %     endfor
     for (; j < end; j++) {
 ${inner_addr("j")}\
@@ -172,13 +149,13 @@ ${store(f"o + {u * vec + k}", lane(f"v{u}", k))}\
 %       endfor
 %     endfor
 %   else:
-    ACC acc = ${IDENTITY[op]};
+    ACC acc = ${identity};
 %     if with_idx:
     long ai = LONG_MAX;
 %     endif
 %     if axis == "row":
     // lane k adds elements j + k, j + k + VEC, ...: chunk is a multiple of VEC, inner stride is 1
-    VACC v = (VACC)(${VIDENTITY});
+    VACC v = (VACC)(${videntity});
     for (; j + ${vec} <= end; j += ${vec})
         v = vcombine(v, ${vload("base + j")});
 %       for k in range(vec):
@@ -200,7 +177,7 @@ ${store("o", "acc")}\
     const int lx = get_local_id(0), ly = get_local_id(1);
     const int LX = get_local_size(0), LY = get_local_size(1);
     const IDX g = get_group_id(1);
-    ACC acc = ${IDENTITY[op]};
+    ACC acc = ${identity};
 %   if with_idx:
     long ai = LONG_MAX;
 %   endif

@@ -4,12 +4,10 @@
 ## pre[n] = [i | f | g | o] are 4H wide. Each statement is the expression of one elementwise table op (passed in
 ## ``ops`` from registry/elementwise.py, over its operands a, b, c, d), in the composed form's order, so both round alike.
 ## All tensors are contiguous; the launcher passes an offset per buffer.
+<%namespace name="cl" file="prelude.cl.mako"/>\
 <% opmap = dict(ops) %>\
-% if ctype == "double":
-#pragma OPENCL EXTENSION cl_khr_fp64 : enable
-% endif
+${cl.header(fp64, idx_t)}\
 #define T ${ctype}
-#define IDX ${idx_t}
 <%def name="apply(var, name, *operands)">\
     T ${var};
     {

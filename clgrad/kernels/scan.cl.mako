@@ -10,6 +10,7 @@
 ##                   memory. With several chunks per row it writes the accumulation type to a scratch
 ##                   [rows, n] and each chunk's total to part[rows, chunks] for the launcher to scan.
 ## kind == "carry":  adds the scanned totals of the preceding chunks, converts and stores the final result.
+<%namespace name="cl" file="prelude.cl.mako"/>\
 <%
   is_float = acc in ("float", "double")
   IDENTITY = {"sum": "0", "prod": "1"}[op]
@@ -19,19 +20,14 @@
       "prod": "a * b" if is_float else "(ACC)((ulong)a * (ulong)b)",
   }[op]
   def load(buf, ctype, addr):
-      return f"(ACC)vload_half({addr}, {buf})" if ctype == "half" else f"(ACC){buf}[{addr}]"
+      return cl.module.load(ctype, buf, addr, to="ACC")
   def store(value, addr):
-      if out_ctype == "half":
-          return f"vstore_half_rte((float)({value}), {addr}, out)"
-      return f"out[{addr}] = ({out_ctype})({value})"
+      return cl.module.store(out_ctype, "out", addr, value)
   # whether this launch writes the output (strided, converted) or the accumulation-typed scratch
   final = not to_scratch
 %>\
-% if fp64:
-#pragma OPENCL EXTENSION cl_khr_fp64 : enable
-% endif
+${cl.header(fp64, idx_t)}\
 #define ACC ${acc}
-#define IDX ${idx_t}
 
 inline ACC combine(ACC a, ACC b) { return ${COMBINE}; }
 

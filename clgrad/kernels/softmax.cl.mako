@@ -21,6 +21,7 @@
 ## ``vec``-wide vectors, in passes over the row (max, sum, write) that re-read it from cache. PoCL does not
 ## vectorize the online update's branches (4096x1000: 15 ms scalar, 1.8 ms in vectors).
 ## The max ignores NaN (fmax), but a NaN still reaches the sum, so the row comes out NaN as in torch.
+<%namespace name="cl" file="prelude.cl.mako"/>\
 <%
   stats = mode in ("softmax", "log_softmax", "xent")  # modes that need the row's max and sum
   loss = mode in ("xent", "xent_backward", "nll_backward")
@@ -29,7 +30,7 @@
       ctypes["w"] = ctypes["x"]  # the class weight has the input's dtype (checked by nll_loss)
   names = [b for b, _ in ins + outs]
   def load(buf, addr):
-      return f"(ACC)vload_half({addr}, {buf})" if ctypes[buf] == "half" else f"(ACC){buf}[{addr}]"
+      return cl.module.load(ctypes[buf], buf, addr, to="ACC")
   def at(buf, k):
       return f"{buf}_p + {k} * {buf}_ks"
   def ld(buf, k="k"):
@@ -37,10 +38,7 @@
   def row(buf):
       return load(buf, f"{buf}_p")
   def store(buf, value, k="k"):
-      addr = at(buf, k)
-      if ctypes[buf] == "half":
-          return f"vstore_half_rte((float)({value}), {addr}, {buf})"
-      return f"{buf}[{addr}] = ({ctypes[buf]})({value})"
+      return cl.module.store(ctypes[buf], buf, at(buf, k), value)
   lanes = "0123456789abcdef"[:vec]
   def vld(buf, k="k"):
       return f"vload{vec}(0, {buf} + {buf}_p + {k})"
@@ -54,11 +52,8 @@
           terms = [f"fmax({a}, {b})" for a, b in zip(terms[::2], terms[1::2])]
       return terms[0]
 %>\
-% if fp64:
-#pragma OPENCL EXTENSION cl_khr_fp64 : enable
-% endif
+${cl.header(fp64, idx_t)}\
 #define ACC ${acc}
-#define IDX ${idx_t}
 % if vec > 1:
 #define VACC ${acc}${vec}
 % endif

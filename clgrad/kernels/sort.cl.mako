@@ -14,6 +14,7 @@
 ## kind == "merge":  one global pass merging runs of width w of the [rows, n] scratch the same way.
 ## kind == "gather" / "scatter": contiguous [outer, n, inner] arrays indexed along the middle dim.
 ## kind == "bincount": per bin, two binary searches in a sorted input (and a sum of its sorted weights).
+<%namespace name="cl" file="prelude.cl.mako"/>\
 <%
   is_float = key_t in ("float", "double")
   if is_float:
@@ -21,16 +22,13 @@
   else:
       BEFORE = "a > b" if descending else "a < b"
   def load(buf, addr):
-      return f"vload_half({addr}, {buf})" if in_ctype == "half" else f"(K){buf}[{addr}]"
+      return cl.module.load(in_ctype, buf, addr, to="K")
   def store_value(value, addr):
-      return f"vstore_half_rte({value}, {addr}, values)" if in_ctype == "half" else f"values[{addr}] = {value}"
+      return cl.module.store(in_ctype, "values", addr, value)
 %>\
-% if fp64:
-#pragma OPENCL EXTENSION cl_khr_fp64 : enable
-% endif
+${cl.header(fp64, idx_t)}\
 #define K ${key_t}
 #define I ${pos_t}
-#define IDX ${idx_t}
 
 inline int before(K a, K b) { return ${BEFORE}; }
 

@@ -6,7 +6,7 @@ import os
 
 import numpy as np
 import pytest
-from mako.template import Template
+from mako.lookup import TemplateLookup
 
 from clgrad.backends import philox
 
@@ -250,7 +250,9 @@ def cl_queue(request):
 
 
 def _render(dist: str, dtype_name: str) -> str:
-    template = Template(philox.KERNEL_TEMPLATE.read_text(), strict_undefined=True)
+    # a lookup, so the template finds the prelude it includes
+    lookup = TemplateLookup(directories=[str(philox.KERNEL_TEMPLATE.parent)], strict_undefined=True)
+    template = lookup.get_template(philox.KERNEL_TEMPLATE.name)
     return template.render(
         name=f"rand_{dist}_{dtype_name}", **philox.kernel_params(dist, dtype_name)
     )
@@ -373,6 +375,7 @@ def test_kernel_params_and_arg_dtypes():
         "out_ctype": "half",
         "out_dtype": "float16",
         "param_ctype": "float",
+        "fp64": False,
     }
     assert philox.kernel_params("normal", "float64")["param_ctype"] == "double"
     assert philox.kernel_params("randint", "float32")["param_ctype"] == "long"

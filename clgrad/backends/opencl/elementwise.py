@@ -31,22 +31,6 @@ def _out_cast(out_dt: D.dtype, compute: D.dtype, entry) -> str:
     return "plain"
 
 
-def _bundle(op: str, compute: D.dtype) -> tuple:
-    """The ops built into one program with ``op``: those taking operands the same way (arity, bool operands,
-    bool result) that PyTorch implements for the compute dtype. One build then serves all of them."""
-    key = (op, compute)
-    ops = _BUNDLES.get(key)
-    if ops is None:
-        e = OPS[op]
-        ops = _BUNDLES[key] = tuple(o for o, f in OPS.items() if o == op or (
-            f.arity == e.arity and f.bool_args == e.bool_args and f.predicate == e.predicate
-            and compute.kind in f.allow and (f.kind != "float" or compute.kind == "f")))
-    return ops
-
-
-_BUNDLES: dict = {}
-
-
 def _to_scalar(x, scalar_np: np.dtype):
     """A Python scalar as the kernel's argument type, wrapping out-of-range ints as a C cast does."""
     with np.errstate(all="ignore"):
@@ -147,13 +131,11 @@ class CLElementwise:
         values.append(n)
 
         integral = compute.kind != "f"
-        if fused is None:
-            kernels = tuple((f"{o}_{compute_ctype}", OPS[o].c_expr(integral, compute is D.bool))
-                            for o in _bundle(op, compute))
-        else:
-            kernels = ((f"{op}_{compute_ctype}", entry.c),)
+        # a registry op names itself and its bundle (the kernel list is computed at render: programs.render_params)
+        kernels = dict(op=op, op_dtype=compute.name, bundle=True) if fused is None else dict(
+            kernels=((f"{op}_{compute_ctype}", entry.c),))
         params = dict(
-            compute=compute_ctype, integral=integral, kernels=kernels, prelude=() if fused is None else fused[1],
+            compute=compute_ctype, integral=integral, **kernels, prelude=() if fused is None else fused[1],
             half_compute=compute is D.float16, args=tuple(arg_desc),
             out_ctype=out.dtype.ctype, out_contig=out_contig, grid=grid, inner=inner, guard=launch_size(dev, n)[0][0] != n, out_cast=_out_cast(out.dtype, compute, entry), ndim=ndim,
             idx_t="long" if big else "int", fp64=D.float64 in (compute, out.dtype) or any(x.dtype is D.float64 for x in tensors),
@@ -162,9 +144,9 @@ class CLElementwise:
         try:
             kernel = programs.get_kernel(dev, "elementwise", name, tuple(arg_dtypes), params)
         except RuntimeError:  # a bundle member this compiler rejects must not take the op down with it
-            if len(kernels) == 1:
+            if fused is not None or len(programs.bundle_of(op, compute)) == 1:
                 raise
-            params["kernels"] = ((name, entry.c_expr(integral, compute is D.bool)),)
+            params["bundle"] = False
             kernel = programs.get_kernel(dev, "elementwise", name, tuple(arg_dtypes), params)
         gsize, lsize = (tuple(reversed(shape)), None) if grid else launch_size(dev, n)
         queue = dev.queue

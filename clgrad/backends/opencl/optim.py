@@ -53,7 +53,7 @@ class CLOptim:
         idx_np = np.int64 if big else np.int32
         scalar_np = _NP[ctype]
         arg_dtypes = (None, idx_np) * len(tensors) + (scalar_np,) * len(scalars) + (idx_np,)
-        params = dict(_FLAGS, kind=kind, ctype=ctype, idx_t="long" if big else "int", **flags)
+        params = dict(_FLAGS, kind=kind, ctype=ctype, fp64=ctype == "double", idx_t="long" if big else "int", **flags)
         name = f"{kind}_step_{ctype}"
         kernel = programs.get_kernel(dev, "optim", name, arg_dtypes, params)
         args = []

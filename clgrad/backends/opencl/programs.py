@@ -1,7 +1,9 @@
 """The one kernel cache: render a Mako template, build it once per device, keep the kernel object.
 
-Keys are (template, kernel name, render parameters, argument types); the rendered source plus build options plus the
-device identity also key an on-disk binary cache, so the next process skips the compiler.
+Keys are (template, kernel name, signature, argument types): the signature is the render parameters minus what the
+op tables supply at render (``render_params``: an elementwise bundle's kernels, a reduction's C expressions). The
+rendered source plus build options plus the device identity also key an on-disk binary cache, so the next process
+skips the compiler.
 ``CLGRAD_NO_CACHE=1`` turns the disk cache off; ``clear()`` empties the in-memory caches.
 
 A kernel listed in a program group (groups.py) is built together with the rest of its group as one program, where
@@ -25,7 +27,10 @@ from pathlib import Path
 
 from mako.lookup import TemplateLookup
 
+from ... import dtypes as D
 from ..._version import __version__
+from ...registry.elementwise import OPS
+from ...registry.reductions import REDUCTIONS
 from . import groups, runtime
 
 KERNEL_DIR = Path(__file__).resolve().parents[2] / "kernels"
@@ -53,6 +58,47 @@ def render(template: str, **params) -> str:
     return _lookup.get_template(f"{template}.cl.mako").render(**params)
 
 
+def render_params(template: str, params: dict) -> dict:
+    """The parameters ``template`` renders with, from those a kernel is cached and recorded under (its
+    signature). An elementwise signature names its op, the compute dtype and whether to build the op's whole
+    bundle (``op``, ``op_dtype``, ``bundle``): the (kernel, C expression) list comes from the op table here. A
+    reduction's names its op: its C expressions come from the reduction table. So changing or adding an op
+    never leaves a recorded program group (group_table.py) stale."""
+    if template == "elementwise" and "op" in params:
+        params = dict(params)
+        op, dt, bundle = params.pop("op"), D.as_dtype(params.pop("op_dtype")), params.pop("bundle")
+        integral = dt.kind != "f"
+        params["kernels"] = tuple((f"{o}_{dt.compute_ctype}", OPS[o].c_expr(integral, dt is D.bool))
+                                  for o in (bundle_of(op, dt) if bundle else (op,)))
+    elif template == "reduce":
+        params = dict(params)
+        params.update(REDUCTIONS[params.pop("op")].c_exprs(params["acc"], params["vec"]))
+    return params
+
+
+def bundle_of(op: str, compute: D.dtype) -> tuple:
+    """The elementwise ops built into one program with ``op`` (a bundle): those taking operands the same way
+    (arity, bool operands, bool result) that PyTorch implements for the compute dtype. A PoCL build costs about
+    the same for 1 kernel or 40, and code is generated per kernel on first launch, so one build serves all."""
+    key = (op, compute)
+    ops = _BUNDLES.get(key)
+    if ops is None:
+        e = OPS[op]
+        ops = _BUNDLES[key] = (op,) if not _bundled(op, e) else tuple(o for o, f in OPS.items() if o == op or (
+            _bundled(o, f) and f.arity == e.arity and f.bool_args == e.bool_args and f.predicate == e.predicate
+            and compute.kind in f.allow and (f.kind != "float" or compute.kind == "f")))
+    return ops
+
+
+_BUNDLES: dict = {}
+
+
+def _bundled(name: str, entry) -> bool:
+    """Whether an op joins bundles (its record's ``bundle``). The recurrent cells' ops (``rnn_*``, ``lstm_*``) serve
+    nn.RNN/LSTM only, so compiling them into every bundle of their arity would cost every other op's first build."""
+    return entry.bundle
+
+
 def get_kernel(dev: runtime.CLDevice, template: str, name: str, arg_dtypes: tuple, params: dict):
     """The kernel ``name`` from ``template`` rendered with ``params``, built for ``dev`` once.
 
@@ -70,7 +116,7 @@ def get_kernel(dev: runtime.CLDevice, template: str, name: str, arg_dtypes: tupl
             _recording.append((template, name, items))
         program, real_name = _grouped(dev, (template, name, items))
         if program is None:
-            program, real_name = _build(dev, render(template, name=name, **params), name), name
+            program, real_name = _build(dev, render(template, name=name, **render_params(template, params)), name), name
         kernel = cl.Kernel(program, real_name)
         kernel.set_scalar_arg_dtypes(list(arg_dtypes))
         kernel = dev.kernels[key] = LockedKernel(kernel, name, dev)
@@ -173,7 +219,7 @@ def build_group(dev: runtime.CLDevice, members, label: str = "group") -> dict:
     for member in members:
         template, name, items = member
         try:
-            source = render(template, name=name, **dict(items))
+            source = render(template, name=name, **render_params(template, dict(items)))
         except Exception:  # a parameter the template no longer takes: the entry is stale, not an error
             continue
         sources.setdefault(source, []).append(member)

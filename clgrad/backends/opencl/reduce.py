@@ -20,7 +20,8 @@ import numpy as np
 import pyopencl as cl
 
 from ... import dtypes as D
-from ..common import IDENTITY, INT32_MAX, acc_dtype, pow2
+from ...registry.reductions import REDUCTIONS
+from ..common import INT32_MAX, acc_dtype, pow2
 from . import programs
 from .launch import WG, Launcher, coalesce  # WG: work-items per group; a power of two for the tree
 
@@ -143,7 +144,7 @@ class CLReduce:
         dims = tuple(dims)
         K = math.prod(src.shape[d] for d in dims)
         if K == 0:
-            self.be.elementwise("identity", out, [IDENTITY[op]], out.dtype)
+            self.be.elementwise("identity", out, [REDUCTIONS[op].identity], out.dtype)
             return
         dev = self.rt.dev(out)
         acc = acc_dtype(op, src.dtype, out.dtype)
@@ -220,6 +221,7 @@ def _kernel(job: Job, source: Source, mode: str, out_dt: D.dtype, shape) -> tupl
     idx_np = np.int64 if job.big else np.int32
     with_idx = mode != "none"
     out_cast = "half" if out_dt is D.float16 else "bool" if out_dt is D.bool and op not in ("all", "any") else "plain"
+    # op stands for its C expressions, which programs.render_params takes from registry/reductions.py
     params = dict(
         op=op, in_ctype=source.ctype, acc=acc.ctype, out_ctype=out_dt.ctype, out_cast=out_cast, idx=mode,
         outer_nd=len(source.oshape), inner_nd=len(source.ishape), idx_t="long" if job.big else "int",

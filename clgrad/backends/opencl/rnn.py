@@ -43,7 +43,8 @@ class CLRNN:
         big = max(t._offset + t.numel() for t in tensors) > INT32_MAX
         idx_np = np.int64 if big else np.int32
         ops = {name: OPS[name].c_expr(False) for name in _STEP_OPS}
-        params = dict(mode=mode, ctype=ctype, idx_t="long" if big else "int", bias=bias, ops=tuple(sorted(ops.items())))
+        params = dict(mode=mode, ctype=ctype, fp64=ctype == "double", idx_t="long" if big else "int", bias=bias,
+                      ops=tuple(sorted(ops.items())))
         kernel = programs.get_kernel(dev, "rnn", f"lstm_step{'_backward' if mode == 'backward' else ''}_{ctype}",
                                      (None, idx_np) * len(tensors) + (idx_np, idx_np), params)
         args = []
