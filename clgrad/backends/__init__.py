@@ -11,6 +11,21 @@ from .cpu import CPUBackend
 
 _cpu = CPUBackend()
 _opencl = None
+_listeners: list = []  # callables that drop caches holding launchers, kernels or queues
+
+
+def add_cache_listener(drop) -> None:
+    """Call ``drop()`` whenever kernels or queues cached outside a backend become stale (the OpenCL kernel cache's
+    ``clear()``, the profiler starting or stopping, a device's queue replaced). Layers above register here, so
+    they need not know the OpenCL backend: ``pointwise``'s plans hold the backends' prepared launches."""
+    if drop not in _listeners:
+        _listeners.append(drop)
+
+
+def invalidate() -> None:
+    """Tell every cache listener to drop the launchers, kernels and queues it holds."""
+    for drop in _listeners:
+        drop()
 
 
 def get(dev):

@@ -9,8 +9,7 @@ from .. import backends
 from .. import dtypes as D
 from ..autograd import graph
 from ..autograd.grad_mode import is_grad_enabled
-from ..backends.cpu import cast, view_of
-from ..backends.opencl import programs
+from ..backends.common import cast, view_of
 from ..registry.elementwise import OPS
 from ..tensor import Tensor, is_tensor
 from . import creation
@@ -159,7 +158,7 @@ def apply(op: str, *operands, out=None, compute: D.dtype | None = None):
 # Repeated ops skip promotion, device checks and broadcasting: a plan remembers their outcome for operands of
 # the same dtypes, shapes, strides and devices (and Python scalar types), plus the backend's prepared launch.
 _PLANS: dict = {}
-programs.add_cache_listener(_PLANS.clear)  # plans hold the backends' launchers
+backends.add_cache_listener(_PLANS.clear)  # plans hold the backends' launchers
 _MAX_PLANS = 4096
 _BIG = 2**31 - 1  # storages past int32 indexing get other kernels
 _SCALARS = (int, float, bool)

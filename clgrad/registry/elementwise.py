@@ -28,8 +28,8 @@ scalars, so they reach the kernel as scalar arguments of the compute type and on
 
 Subgradient conventions follow PyTorch's derivatives.yaml: relu'(0) = 0, abs'(0) = 0, clamp passes the gradient at
 its bounds while hardtanh (and relu6) stops it there, maximum splits ties, fmax gives them to the first input,
-leaky_relu and elu take the negative branch at 0. Masks select with ``where`` rather than multiply, so an infinite
-incoming gradient gives 0 (not NaN) where the op is flat, as PyTorch's do.
+leaky_relu and elu take the negative branch at 0. Masks select (``where``, ``masked_fill``: one kernel each) rather than
+multiply, so an infinite incoming gradient gives 0 (not NaN) where the op is flat, as PyTorch's do.
 """
 from __future__ import annotations
 
@@ -130,7 +130,7 @@ def _pow(g, a, b, out):
     if not _t(a):
         ga = None
     elif _t(b):
-        ga = (g * b * a ** (b - 1)).where(b != 0, 0.0)
+        ga = (g * b * a ** (b - 1)).masked_fill(b == 0, 0.0)
     else:
         ga = _zero(g) if b == 0 else g * b * a ** (b - 1)
     if not _t(b):
@@ -139,7 +139,7 @@ def _pow(g, a, b, out):
     gb = g * out * _log(a)
     zero_base = a == 0
     if _t(a) or zero_base:
-        gb = gb.where(~(zero_base & (b >= 0)), 0.0)
+        gb = gb.masked_fill(zero_base & (b >= 0), 0.0)
     return ga, gb
 
 
@@ -147,7 +147,7 @@ def _max_min(pick):
     def rule(g, a, b, out):
         lose_a, lose_b = (a < b, a > b) if pick == "max" else (a > b, a < b)
         shared = (g / 2).where(a == b, g)  # NaN goes to both, as in PyTorch
-        return shared.where(~lose_a, 0.0), shared.where(~lose_b, 0.0) if _t(b) else None
+        return shared.masked_fill(lose_a, 0.0), shared.masked_fill(lose_b, 0.0) if _t(b) else None
 
     return rule
 
@@ -156,7 +156,7 @@ def _fmax_fmin(pick):
     def rule(g, a, b, out):
         # the first input wins ties, and wins over a NaN second input
         take_a = ((a >= b) if pick == "max" else (a <= b)) | (b.isnan() if _t(b) else math.isnan(b))
-        return g.where(take_a, 0.0), g.where(~take_a, 0.0) if _t(b) else None
+        return g.where(take_a, 0.0), g.masked_fill(take_a, 0.0) if _t(b) else None
 
     return rule
 
@@ -193,23 +193,23 @@ def _softplus(g, x, beta, threshold, out):
 
 def _hardswish(g, x, out):
     # PyTorch's hardswish_backward: flat from -3 down, linear from 3 up (both kinks take the outer side)
-    return ((g * (x / 3 + 0.5)).where(x < 3, g).where(~(x <= -3), 0.0),)
+    return ((g * (x / 3 + 0.5)).where(x < 3, g).masked_fill(x <= -3, 0.0),)
 
 
 def _mish(g, x, out):
-    t = x.where(x > 20, x.exp().log1p()).tanh()  # tanh(softplus(x)), as F.softplus computes it
+    t = x.logaddexp(0.0).tanh()  # tanh(softplus(x)), softplus as log(e^x + e^0) without overflow
     return (g * (t + x * x.sigmoid() * (1 - t * t)),)
 
 
 def _logit(g, x, eps, out):
     grad = g / (x * (1 - x))
     if eps < 0:  # no clamping: outside [0, 1] the result is NaN, and so is its gradient
-        return grad.where(~((x < 0) | (x > 1)), math.nan), None
-    return grad.where(~((x < eps) | (x > 1 - eps)), 0.0), None
+        return grad.masked_fill((x < 0) | (x > 1), math.nan), None
+    return grad.masked_fill((x < eps) | (x > 1 - eps), 0.0), None
 
 
 def _xlogy(g, x, y, out):
-    gx = g.xlogy(y).where(~((x == 0) & (y <= 0)), 0.0) if _t(x) else None
+    gx = g.xlogy(y).masked_fill((x == 0) & (y <= 0), 0.0) if _t(x) else None
     return gx, g * x / y if _t(y) else None
 
 
@@ -281,7 +281,7 @@ OPS: dict[str, EwOp] = {
     "clamp": EwOp(3, "nan_min(nan_max(a, b), c)", R.np_clamp, c_int="min(max(a, b), c)", grad=_clamp,
                   public="custom", node=_clamp_node, sample=Sample(domain=((-2.0, 2.0), (-3.0, -1.0), (1.0, 3.0)))),
     "where": EwOp(3, "a ? b : c", np.where, bool_args=(0,), public="custom",
-                  grad=lambda g, c, a, b, out: (None, g.where(_cond(c), 0.0), g.where(~_cond(c), 0.0))),
+                  grad=lambda g, c, a, b, out: (None, g.where(_cond(c), 0.0), g.masked_fill(_cond(c), 0.0))),
     "atan2": EwOp(2, "atan2(a, b)", np.arctan2, kind="float",
                   grad=lambda g, a, b, out: (g * b / (a * a + b * b), -g * a / (a * a + b * b))),
     "hypot": EwOp(2, "hypot(a, b)", np.hypot, kind="float", allow="f", saves="both",
@@ -344,7 +344,7 @@ OPS: dict[str, EwOp] = {
     # integers: max(), not a select: Mesa 22.3's llvmpipe (rusticl) crashes running `a < 0 ? 0 : a` on char;
     # the gradient is threshold_backward's: NaN passes it
     "relu": EwOp(1, "a < 0 ? (T)0 : a", lambda a: np.where(a < 0, a.dtype.type(0), a), c_int="max(a, (T)0)",
-                 allow=_NUM, grad=lambda g, a, out: (g.where(~(out <= 0), 0.0),), saves="out"),
+                 allow=_NUM, grad=lambda g, a, out: (g.masked_fill(out <= 0, 0.0),), saves="out"),
     "reciprocal": EwOp(1, "(T)1 / a", np.reciprocal, kind="float", grad=lambda g, a, out: (-g * out * out,),
                        saves="out", sample=_POS),
     "square": EwOp(1, "a * a", np.square, grad=lambda g, a, out: (2 * g * a,), node="PowBackward0"),
@@ -379,7 +379,7 @@ OPS: dict[str, EwOp] = {
                      public="custom", sample=Sample(params=(2.0, 3.0))),
     # a tie with a bound keeps the input (relu6(-0.0) is -0.0, as in PyTorch); NaN falls through
     "hardtanh": EwOp(3, "a < b ? b : (a > c ? c : a)", R.np_hardtanh, allow=_NUM, public="custom",
-                     grad=lambda g, x, lo, hi, out: (g.where(~((x <= lo) | (x >= hi)), 0.0), None, None),
+                     grad=lambda g, x, lo, hi, out: (g.masked_fill((x <= lo) | (x >= hi), 0.0), None, None),
                      sample=Sample(params=(-1.0, 1.0))),
     "hardsigmoid": EwOp(1, "nan_min(nan_max(a + (T)3, (T)0), (T)6) / (T)6", R.np_hardsigmoid, allow="f",
                         public="custom", grad=lambda g, a, out: ((g / 6).where((a > -3) & (a < 3), 0.0),),

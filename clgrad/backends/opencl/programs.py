@@ -31,6 +31,7 @@ from ... import dtypes as D
 from ..._version import __version__
 from ...registry.elementwise import OPS
 from ...registry.reductions import REDUCTIONS
+from .. import add_cache_listener, invalidate  # noqa: F401 (re-exported: the OpenCL code registers here)
 from . import groups, runtime
 
 KERNEL_DIR = Path(__file__).resolve().parents[2] / "kernels"
@@ -46,7 +47,6 @@ stats = {"builds": 0, "disk_hits": 0}
 _programs: dict = {}
 _recorder = None  # the active profiler's record(name, dev, event, host_start_ns, host_end_ns), or None
 tracing = None  # while clgrad.compile traces a call: its trace (counts every launch and transfer)
-_listeners: list = []  # callables that drop caches holding kernels or queues (see add_cache_listener)
 # built groups by (device index, group name): member key -> (program, kernel name in it); members missing from it
 # (their program failed to build, or they did not render) are built alone
 _groups_built: dict = {}
@@ -175,19 +175,6 @@ def set_recorder(record) -> None:
     global _recorder
     _recorder = record
     invalidate()
-
-
-def add_cache_listener(drop) -> None:
-    """Call ``drop()`` whenever kernels or queues cached outside ``dev.kernels`` become stale: on ``clear()``,
-    when the profiler starts or stops, and when a device's queue is replaced."""
-    if drop not in _listeners:
-        _listeners.append(drop)
-
-
-def invalidate() -> None:
-    """Tell every cache listener to drop the kernels and queues it holds."""
-    for drop in _listeners:
-        drop()
 
 
 def clear() -> None:
