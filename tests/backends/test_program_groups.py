@@ -153,7 +153,7 @@ def test_shipped_table_is_current(cl_dev, device, monkeypatch):
 
     if cl_dev.props.platform != "Portable Computing Language" or cl_dev.props.compute_units != 2:
         pytest.skip("the shipped table was recorded on a 2-compute-unit PoCL device")
-    sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "bench"))
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))), "bench"))
     import train
 
     monkeypatch.setenv("CLGRAD_PROGRAM_GROUPS", "0")

@@ -15,7 +15,7 @@ import clgrad
 from clgrad.backends.opencl import health, runtime
 from clgrad.device import resolve
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
 def _pocl():
