@@ -8,13 +8,13 @@ import warnings
 
 import numpy as np
 import pytest
+from tests.test_oclgrind import ERROR_MARKERS
 
 import clgrad
 import clgrad.nn.functional as F
 from clgrad.autograd import gradcheck, gradgradcheck
 from tests.conftest import fp64_ok
 from tests.helpers import assert_close, make
-from tests.test_oclgrind import ERROR_MARKERS
 
 torch = pytest.importorskip("torch")
 TF = torch.nn.functional
