@@ -8,7 +8,7 @@ import warnings
 
 import numpy as np
 import pytest
-from tests.test_oclgrind import ERROR_MARKERS
+from tests.backends.test_oclgrind import ERROR_MARKERS
 
 import clgrad
 import clgrad.nn.functional as F

@@ -4,7 +4,8 @@ For each record: forward against its numpy reference in float32 and float64 (and
 integers), in a contiguous and a transposed layout; then, for a differentiable op, gradcheck and gradgradcheck of
 its rule in float64 (float32 with wider tolerances on a device without fp64), and for a NONDIFF op, that nothing
 flows back. The bindings a record asks for exist. A new op is tested here without a line of test code; the
-registry's own rules (a float op needs a gradient rule or NONDIFF) are checked when it is built.
+registry's own rules (a float op needs a gradient rule or NONDIFF) are checked when it is built. Every reduction
+record is checked the same way through the backend's ``reduce`` primitive.
 """
 from __future__ import annotations
 
@@ -15,8 +16,11 @@ import pytest
 
 import clgrad
 from clgrad.autograd import gradcheck, gradgradcheck
+from clgrad import backends
+from clgrad.backends import common
 from clgrad.ops import elementwise as E
 from clgrad.registry import elementwise as R
+from clgrad.registry import reductions as RED
 from tests.conftest import fp64_ok
 from tests.helpers import assert_close, grad_precision, make
 
@@ -123,3 +127,29 @@ def test_registry_rejects_malformed_records():
             R.check({"newop": dataclasses.replace(R.OPS["atan2"], **change)})
     with pytest.raises(R.RegistryError, match="only unary and binary ops get generated bindings"):
         R.check({"newop": dataclasses.replace(R.OPS["clamp"], public="auto")})
+
+
+# ---- reductions: every record of registry/reductions.py, through the backend primitive -----------------------
+RED_CASES = [(op, dt, dims) for op in RED.REDUCTIONS for dt in ("float32", "int32", "bool")
+             for dims in ((1,), (0, 2), (0, 1, 2))]
+
+
+@pytest.mark.parametrize("op,dtype,dims", RED_CASES, ids=[f"{o}-{d}-{''.join(map(str, m))}" for o, d, m in RED_CASES])
+def test_reduction_matches_its_record(device, op, dtype, dims):
+    """The ``reduce`` primitive against the record's numpy function, in the record's accumulator dtype (and the
+    first index of the result for max/min), on a transposed input."""
+    rec = RED.REDUCTIONS[op]
+    rng = np.random.default_rng(len(op))
+    host = rng.integers(-3, 4, (4, 5, 3)) if dtype != "float32" else rng.uniform(-2, 2, (4, 5, 3))
+    host = (host > 0) if dtype == "bool" else host.astype(dtype)
+    src = make(host, device, "transposed")
+    acc = common.acc_dtype(op, src.dtype, src.dtype)
+    out_dtype = clgrad.bool if rec.mask else acc if rec.acc == "wide" else src.dtype
+    kept = tuple(1 if d in dims else n for d, n in enumerate(host.shape))
+    out = clgrad.empty(kept, dtype=out_dtype, device=device)
+    idx = clgrad.empty(kept, dtype=clgrad.int64, device=device) if rec.arg and len(dims) == 1 else None
+    backends.get(out.device).reduce(op, src, dims, out, idx)
+    arr = host != 0 if rec.mask else host.astype(acc.np)
+    assert_close(out, rec.np(arr, axis=dims, keepdims=True).astype(out_dtype.np))
+    if idx is not None:
+        assert_close(idx, np.expand_dims(rec.np_arg(arr, axis=dims[0]), dims[0]))
