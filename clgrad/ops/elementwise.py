@@ -7,7 +7,6 @@ record's ``node`` function picks a *variant*: a subclass that differs only in ``
 from __future__ import annotations
 
 from ..autograd.function import Function, variant
-from ..autograd.graph import needs_graph
 from ..registry.elementwise import NONDIFF, OPS
 from ..tensor import is_tensor
 from . import pointwise as P
@@ -74,12 +73,3 @@ def _function(name: str):
 
 FUNCTIONS = {name: _function(name) for name in OPS}
 
-
-def elementwise(op: str, *operands, out=None):
-    """The differentiable entry point of an elementwise op by name (``out=`` is not differentiable)."""
-    if out is not None:
-        if needs_graph(out, *operands):
-            raise RuntimeError(f"{op}(): functions with out=... arguments don't support automatic differentiation, "
-                               "but one of the arguments requires grad.")
-        return P.apply(op, *operands, out=out)
-    return FUNCTIONS[op].apply(*operands)
