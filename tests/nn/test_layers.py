@@ -33,6 +33,7 @@ LAYERS = [
     ("BatchNorm2d(3, momentum=None)", [(2, 3, 4, 4)]),
     ("LayerNorm([3, 4])", [(2, 3, 4)]),
     ("GroupNorm(2, 4)", [(2, 4, 3, 3)]),
+    ("PixelShuffle(2)", [(2, 8, 2, 3)]), ("PixelUnshuffle(2)", [(2, 2, 4, 6)]), ("ChannelShuffle(2)", [(2, 4, 3)]),
     ("ReLU()", [(3, 4)]), ("ReLU6()", [(3, 4)]), ("LeakyReLU(0.2)", [(3, 4)]), ("ELU(alpha=0.7)", [(3, 4)]),
     ("SELU()", [(3, 4)]), ("GELU()", [(3, 4)]), ("GELU(approximate='tanh')", [(3, 4)]), ("SiLU()", [(3, 4)]),
     ("Mish()", [(3, 4)]), ("Sigmoid()", [(3, 4)]), ("Tanh()", [(3, 4)]), ("Softmax(dim=1)", [(3, 4)]),

@@ -404,7 +404,7 @@ REPRS = [
     ("BatchNorm1d(4)", "BatchNorm2d(3, momentum=None, affine=False)", "LayerNorm([3, 4])", "LayerNorm(3, bias=False)", "GroupNorm(2, 4)", "GroupNorm(2, 4, affine=False)",
      "BatchNorm1d(3, bias=False)",
      "Dropout(0.3)", "Dropout2d()", "Embedding(10, 3, padding_idx=1)", "Embedding(5, 2, max_norm=1.0)",
-     "Flatten()", "Unflatten(1, (2, 3))"),
+     "Flatten()", "Unflatten(1, (2, 3))", "PixelShuffle(3)", "PixelUnshuffle(2)", "ChannelShuffle(4)"),
     ("ReLU()", "ReLU(inplace=True)", "ReLU6()", "LeakyReLU(0.2)", "ELU(alpha=0.5, inplace=True)", "SELU()",
      "GELU(approximate='tanh')", "SiLU()", "Mish()", "Sigmoid()", "Tanh()", "Softmax(dim=1)",
      "LogSoftmax(dim=-1)", "Softplus(beta=2)", "Hardtanh(-2.0, 2.0)"),
