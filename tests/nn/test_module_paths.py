@@ -37,9 +37,9 @@ def test_same_module_path_as_torch(file):
 
 def test_the_walk_covers_the_layers():
     """The walk finds the files the layers live in (so an empty result can't pass silently)."""
-    expected = {"activation", "batchnorm", "channelshuffle", "container", "conv", "dropout", "flatten", "linear",
-                "loss", "module", "normalization", "pixelshuffle", "pooling", "rnn", "sparse", "transformer",
-                "upsampling"}
+    expected = {"activation", "batchnorm", "channelshuffle", "container", "conv", "dropout", "flatten", "fold",
+                "instancenorm", "linear", "loss", "module", "normalization", "padding", "pixelshuffle", "pooling",
+                "rnn", "sparse", "transformer", "upsampling"}
     assert expected <= set(TORCH_CLASSES)
     assert "MultiheadAttention" in TORCH_CLASSES["activation"]
     assert "NonDynamicallyQuantizableLinear" in TORCH_CLASSES["linear"]
