@@ -77,7 +77,7 @@ def _compare(mod, tmod, inputs, masks, device, dtype, tol):
     """Output, input gradients and parameter gradients of ``sum(out * g)`` against torch's (float64)."""
     xs = [clgrad.tensor(a, dtype=getattr(clgrad, dtype), device=device, requires_grad=True) for a in inputs]
     txs = [torch.tensor(a, requires_grad=True) for a in inputs]
-    kw = {k: clgrad.tensor(v, device=device).to(dtype=getattr(clgrad, dtype) if v.dtype.kind == "f" else None)
+    kw = {k: clgrad.tensor(v, device=device, dtype=getattr(clgrad, dtype) if v.dtype.kind == "f" else None)
           for k, v in masks.items()}
     out, tout = mod(*xs, **kw), tmod(*txs, **{k: torch.tensor(v) for k, v in masks.items()})
     np.testing.assert_allclose(out.detach().cpu().numpy(), tout.detach().numpy(), **tol)
