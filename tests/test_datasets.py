@@ -110,6 +110,39 @@ def test_mnist_reads_split(tmp_path, gz, train):
     assert "Split: " + ("Train" if train else "Test") in repr(ds)
 
 
+def test_data_and_targets_are_tensors_like_torchvision(tmp_path):
+    images, labels = make_split(tmp_path, n=6)
+    ds = MNIST(tmp_path)
+    assert isinstance(ds.data, clgrad.Tensor) and ds.data.dtype == clgrad.uint8 and tuple(ds.data.shape) == (6, 4, 3)
+    assert isinstance(ds.targets, clgrad.Tensor) and ds.targets.dtype == clgrad.int64
+    assert tuple(ds.targets.shape) == (6,) and ds.data.device.type == "cpu"
+    np.testing.assert_array_equal(ds.data.numpy(), images)
+    np.testing.assert_array_equal(ds.targets.numpy(), labels)
+    # the idioms programs use: float images, masks over targets, subsets by reassignment
+    np.testing.assert_allclose((ds.data.float() / 255).numpy(), images / 255.0, rtol=1e-6)
+    keep = ds.targets < 5
+    ds.data, ds.targets = ds.data[keep], ds.targets[keep]
+    assert len(ds) == int(keep.sum()) == int((labels < 5).sum())
+    np.testing.assert_array_equal(ds[0][0], images[labels < 5][0])
+    assert ds[len(ds) - 1][1] == labels[labels < 5][-1]
+    ds.targets[0] = 9  # in place on the cpu tensor: items see it
+    assert ds[0][1] == 9
+
+
+def test_torchvision_attributes(tmp_path):
+    make_split(tmp_path, n=3, train=False)
+    ds = FashionMNIST(tmp_path, train=False)
+    assert ds.train is False and ds.transform is None and ds.target_transform is None
+    assert ds.classes[0] == "T-shirt/top" and len(ds.classes) == 10
+    assert ds.class_to_idx["Ankle boot"] == 9 and MNIST.classes[3] == "3 - three"
+    assert ds.raw_folder == os.path.join(str(tmp_path), "FashionMNIST", "raw")
+    assert ds.processed_folder == os.path.join(str(tmp_path), "FashionMNIST", "processed")
+    with pytest.warns(UserWarning, match="test_labels has been renamed targets"):
+        assert ds.test_labels is ds.targets
+    with pytest.warns(UserWarning, match="train_data has been renamed data"):
+        assert ds.train_data is ds.data
+
+
 def test_mnist_transforms_applied(tmp_path):
     images, labels = make_split(tmp_path)
     ds = MNIST(tmp_path, transform=ToTensor(), target_transform=Lambda(lambda y: y + 100))
@@ -244,6 +277,13 @@ def test_to_tensor():
     with pytest.raises(TypeError, match="pic should be PIL Image or ndarray"):
         ToTensor()([[1, 2]])
 
+    class PILLike:  # what ToTensor reads of a PIL image: the array interface
+        def __init__(self, arr):
+            self.__array_interface__ = arr.__array_interface__
+            self._keep = arr
+
+    np.testing.assert_allclose(ToTensor()(PILLike(hwc)).numpy(), hwc.transpose(2, 0, 1) / 255.0, rtol=1e-6)
+
 
 def test_normalize(device):
     x = clgrad.tensor([[[1.0, 2.0]], [[3.0, 5.0]]], device=device)
@@ -278,8 +318,8 @@ def test_compose_and_lambda():
 def test_real_fashion_mnist_test_split(tmp_path, monkeypatch):
     monkeypatch.setattr(FashionMNIST, "system_dirs", [SYSTEM_FASHION])
     ds = FashionMNIST(tmp_path, train=False, transform=ToTensor())
-    assert len(ds) == 10000 and ds.data.shape == (10000, 28, 28)
-    assert ds.targets.min() == 0 and ds.targets.max() == 9
-    assert np.bincount(ds.targets).tolist() == [1000] * 10
+    assert len(ds) == 10000 and tuple(ds.data.shape) == (10000, 28, 28) and ds.data.dtype == clgrad.uint8
+    assert int(ds.targets.min()) == 0 and int(ds.targets.max()) == 9 and ds.targets.dtype == clgrad.int64
+    assert np.bincount(ds.targets.numpy()).tolist() == [1000] * 10
     img, target = ds[0]
     assert tuple(img.shape) == (1, 28, 28) and 0.0 <= float(img.min()) <= float(img.max()) <= 1.0

@@ -1,4 +1,5 @@
-"""MNIST and Fashion-MNIST read from IDX files (raw or gzip), kept in memory as numpy arrays.
+"""MNIST and Fashion-MNIST read from IDX files (raw or gzip), kept in memory; ``data`` and ``targets`` are cpu
+tensors (uint8 N x H x W, int64 N) as in torchvision, sharing memory with the numpy arrays items are read from.
 
 Where the files are looked for, in order: ``root`` and torchvision's ``root/<Name>/raw``, then the same under
 ``$CLGRAD_DATA``, then the system location of a distribution package (Debian's ``dataset-fashion-mnist``).
@@ -11,9 +12,13 @@ import hashlib
 import os
 import tempfile
 import urllib.request
+import warnings
 from pathlib import Path
 
 import numpy as np
+
+from ..ops.creation import from_numpy
+from ..tensor import is_tensor
 
 __all__ = ["MNIST", "FashionMNIST", "read_idx"]
 
@@ -55,8 +60,10 @@ def _urlopen(url: str, timeout: float = 30.0) -> bytes:
 class MNIST:
     """The MNIST digits: ``MNIST(root, train=True, transform=None, target_transform=None, download=False)``.
 
-    ``ds[i]`` is ``(transform(image), target_transform(label))`` with ``image`` a uint8 numpy array HxW and
-    ``label`` an int. ``download=True`` fetches missing files into ``root/<Name>/raw``.
+    ``ds[i]`` is ``(transform(image), target_transform(label))`` with ``image`` a uint8 numpy array HxW (where
+    torchvision gives a PIL image: clgrad needs no PIL) and ``label`` an int. ``ds.data`` (uint8, N x H x W) and
+    ``ds.targets`` (int64, N) are tensors, as in torchvision; assigning to them (``ds.targets = ds.targets[idx]``)
+    changes what ``ds[i]`` reads. ``download=True`` fetches missing files into ``root/<Name>/raw``.
     """
 
     mirrors = ["https://ossci-datasets.s3.amazonaws.com/mnist/", "http://yann.lecun.com/exdb/mnist/"]
@@ -82,7 +89,46 @@ class MNIST:
             folder = self.download()
         if folder is None:
             raise RuntimeError(f"Dataset not found. You can use download=True to download it. {self._where()}")
-        self.data, self.targets = self._load(folder)
+        images, labels = self._load(folder)
+        self.data, self.targets = from_numpy(images), from_numpy(labels)
+
+    @property
+    def data(self):
+        """The images: a uint8 tensor N x H x W."""
+        return self._data
+
+    @data.setter
+    def data(self, value) -> None:
+        self._data, self._images = value, _host(value)
+
+    @property
+    def targets(self):
+        """The labels: an int64 tensor of N class indices."""
+        return self._targets
+
+    @targets.setter
+    def targets(self, value) -> None:
+        self._targets, self._labels = value, _host(value)
+
+    @property
+    def train_labels(self):
+        warnings.warn("train_labels has been renamed targets", stacklevel=2)
+        return self.targets
+
+    @property
+    def test_labels(self):
+        warnings.warn("test_labels has been renamed targets", stacklevel=2)
+        return self.targets
+
+    @property
+    def train_data(self):
+        warnings.warn("train_data has been renamed data", stacklevel=2)
+        return self.data
+
+    @property
+    def test_data(self):
+        warnings.warn("test_data has been renamed data", stacklevel=2)
+        return self.data
 
     @property
     def raw_folder(self) -> str:
@@ -90,6 +136,13 @@ class MNIST:
         if self.root is None:
             raise RuntimeError(f"{type(self).__name__}: download=True needs a root directory")
         return os.path.join(self.root, type(self).__name__, "raw")
+
+    @property
+    def processed_folder(self) -> str:
+        """torchvision's ``root/<Name>/processed`` (clgrad reads the raw files and writes nothing there)."""
+        if self.root is None:
+            raise RuntimeError(f"{type(self).__name__}: no root directory")
+        return os.path.join(self.root, type(self).__name__, "processed")
 
     @property
     def class_to_idx(self) -> dict[str, int]:
@@ -154,7 +207,7 @@ class MNIST:
         raise RuntimeError(f"Error downloading {filename}: {'; '.join(errors)}. {self._where()}")
 
     def __getitem__(self, index: int):
-        img, target = self.data[index], int(self.targets[index])
+        img, target = self._images[index], int(self._labels[index])
         if self.transform is not None:
             img = self.transform(img)
         if self.target_transform is not None:
@@ -162,7 +215,7 @@ class MNIST:
         return img, target
 
     def __len__(self) -> int:
-        return len(self.data)
+        return len(self._images)
 
     def __repr__(self) -> str:
         lines = [
@@ -190,6 +243,13 @@ class FashionMNIST(MNIST):
     ]
     classes = ["T-shirt/top", "Trouser", "Pullover", "Dress", "Coat", "Sandal", "Shirt", "Sneaker", "Bag", "Ankle boot"]
     system_dirs = ["/usr/share/datasets/fashion-mnist"]  # Debian's dataset-fashion-mnist
+
+
+def _host(value) -> np.ndarray:
+    """The numpy array items are read from: a cpu tensor's own memory (so in-place changes show), else a copy."""
+    if is_tensor(value):
+        return value.numpy() if value.device.type == "cpu" else value.cpu().numpy()
+    return np.asarray(value)
 
 
 def _locate(folder: str, name: str) -> str | None:

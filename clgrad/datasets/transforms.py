@@ -1,6 +1,7 @@
 """Small image transforms with torchvision's semantics: ``ToTensor``, ``Normalize``, ``Compose``, ``Lambda``.
 
-Images are numpy arrays (HxW or HxWxC), never PIL images, so the data pipeline needs nothing beyond numpy.
+Images are numpy arrays (HxW or HxWxC), so the data pipeline needs nothing beyond numpy; ``ToTensor`` also takes
+anything with ``__array_interface__`` (PIL images among them).
 """
 
 from __future__ import annotations
@@ -33,12 +34,14 @@ class Compose:
 
 
 class ToTensor:
-    """A numpy image HxW or HxWxC as a clgrad tensor CxHxW; uint8 values are scaled to float32 in [0, 1].
+    """A numpy (or PIL) image HxW or HxWxC as a clgrad tensor CxHxW; uint8 values are scaled to float32 in [0, 1].
 
     Other dtypes keep their values and dtype, as torchvision does for non-byte arrays.
     """
 
     def __call__(self, pic):
+        if not isinstance(pic, np.ndarray) and hasattr(pic, "__array_interface__"):
+            pic = np.asarray(pic)  # a PIL image (mode L, RGB...) or another array-like image
         if not isinstance(pic, np.ndarray):
             raise TypeError(f"pic should be PIL Image or ndarray. Got {type(pic)}")
         if pic.ndim not in (2, 3):

@@ -8,10 +8,11 @@ from ..ops import losses as _losses
 from ..ops import nnops as _nnops
 from ..ops import norms as _norms
 from ..ops import padding as _padding
+from ..ops import pixel as _pixel
 from ..ops import pooling as _pooling
 from ..ops import resample as _resample
 
-for _m in (_conv, _pooling, _resample, _nnops, _norms, _linalg, _losses, _joins, _padding):
+for _m in (_conv, _pooling, _resample, _nnops, _norms, _linalg, _losses, _joins, _padding, _pixel):
     globals().update({name: getattr(_m, name) for name in _m.FUNCTIONAL})
 del _m
 from ..ops.math import FUNCTIONAL_ACTIVATIONS as _ACT  # noqa: E402

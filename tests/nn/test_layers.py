@@ -33,6 +33,13 @@ LAYERS = [
     ("BatchNorm2d(3, momentum=None)", [(2, 3, 4, 4)]),
     ("LayerNorm([3, 4])", [(2, 3, 4)]),
     ("GroupNorm(2, 4)", [(2, 4, 3, 3)]),
+    ("PixelShuffle(2)", [(2, 8, 2, 3)]), ("PixelUnshuffle(2)", [(2, 2, 4, 6)]), ("ChannelShuffle(2)", [(2, 4, 3)]),
+    ("InstanceNorm1d(3)", [(2, 3, 5)]), ("InstanceNorm2d(3, affine=True, track_running_stats=True)", [(2, 3, 3, 4)]),
+    ("InstanceNorm2d(3, affine=True)", [(3, 3, 4)]),
+    ("ZeroPad2d((1, 2, 0, 1))", [(2, 3, 4, 4)]), ("ConstantPad1d(2, 0.5)", [(2, 3, 4)]),
+    ("ReflectionPad2d(1)", [(1, 2, 4, 4)]), ("ReplicationPad1d((2, 1))", [(2, 3, 4)]),
+    ("CircularPad2d(1)", [(1, 2, 3, 3)]), ("Fold((4, 5), 2)", [(2, 12, 12)]), ("Unfold(2, padding=1)", [(2, 3, 4, 4)]),
+    ("UpsamplingNearest2d(scale_factor=2)", [(1, 2, 3, 3)]), ("UpsamplingBilinear2d(size=(5, 4))", [(1, 2, 3, 3)]),
     ("ReLU()", [(3, 4)]), ("ReLU6()", [(3, 4)]), ("LeakyReLU(0.2)", [(3, 4)]), ("ELU(alpha=0.7)", [(3, 4)]),
     ("SELU()", [(3, 4)]), ("GELU()", [(3, 4)]), ("GELU(approximate='tanh')", [(3, 4)]), ("SiLU()", [(3, 4)]),
     ("Mish()", [(3, 4)]), ("Sigmoid()", [(3, 4)]), ("Tanh()", [(3, 4)]), ("Softmax(dim=1)", [(3, 4)]),
@@ -168,3 +175,25 @@ def test_norm_defaults_and_errors():
         nn.Conv2d(3, 3, 3, stride=2, padding="same")
     with pytest.raises(ValueError, match='Only "zeros" padding mode is supported for ConvTranspose2d'):
         nn.ConvTranspose2d(3, 3, 3, padding_mode="reflect")
+
+
+def test_instance_norm_eval_and_checks():
+    rng = np.random.default_rng(2)
+    norm = nn.InstanceNorm1d(3, affine=True, track_running_stats=True)
+    tnorm = torch.nn.InstanceNorm1d(3, affine=True, track_running_stats=True)
+    for _ in range(2):
+        a = rng.standard_normal((4, 3, 5)).astype(np.float32) * 2 + 1
+        norm(clgrad.tensor(a)), tnorm(torch.tensor(a))
+    norm.eval(), tnorm.eval()
+    a = rng.standard_normal((2, 3, 5)).astype(np.float32)
+    np.testing.assert_allclose(norm(clgrad.tensor(a)).detach().numpy(), tnorm(torch.tensor(a)).detach().numpy(),
+                               rtol=1e-5, atol=1e-5)
+    assert int(norm.num_batches_tracked) == int(tnorm.num_batches_tracked) == 0  # instance norm never counts
+    with pytest.raises(ValueError, match=r"expected 2D or 3D input \(got 4D input\)"):
+        norm(clgrad.zeros(1, 3, 2, 2))
+    with pytest.raises(ValueError, match=r"expected input's size at dim=1 to match num_features \(3\), but got: 4."):
+        norm(clgrad.zeros(2, 4, 5))
+    with pytest.warns(UserWarning, match="input's size at dim=0 does not match num_features"):
+        nn.InstanceNorm1d(3)(clgrad.randn(4, 5))
+    with pytest.raises(ValueError, match=r"expected 3D or 4D input \(got 2D input\)"):
+        nn.CircularPad2d(1)(clgrad.zeros(2, 2))

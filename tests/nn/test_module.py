@@ -404,7 +404,11 @@ REPRS = [
     ("BatchNorm1d(4)", "BatchNorm2d(3, momentum=None, affine=False)", "LayerNorm([3, 4])", "LayerNorm(3, bias=False)", "GroupNorm(2, 4)", "GroupNorm(2, 4, affine=False)",
      "BatchNorm1d(3, bias=False)",
      "Dropout(0.3)", "Dropout2d()", "Embedding(10, 3, padding_idx=1)", "Embedding(5, 2, max_norm=1.0)",
-     "Flatten()", "Unflatten(1, (2, 3))"),
+     "Flatten()", "Unflatten(1, (2, 3))", "PixelShuffle(3)", "PixelUnshuffle(2)", "ChannelShuffle(4)",
+     "InstanceNorm1d(4)", "InstanceNorm3d(2, affine=True, track_running_stats=True)", "ZeroPad2d((1, 2, 3, 4))",
+     "ConstantPad3d(1, 2.5)", "ReflectionPad1d(2)", "ReplicationPad2d(1)", "CircularPad3d(1)",
+     "Fold(4, 2, stride=2)", "Unfold((2, 3), dilation=2)", "UpsamplingNearest2d(size=3)",
+     "UpsamplingBilinear2d(scale_factor=2)"),
     ("ReLU()", "ReLU(inplace=True)", "ReLU6()", "LeakyReLU(0.2)", "ELU(alpha=0.5, inplace=True)", "SELU()",
      "GELU(approximate='tanh')", "SiLU()", "Mish()", "Sigmoid()", "Tanh()", "Softmax(dim=1)",
      "LogSoftmax(dim=-1)", "Softplus(beta=2)", "Hardtanh(-2.0, 2.0)"),
@@ -479,3 +483,36 @@ def test_optimizer_built_before_move_keeps_working(device):
     opt.step()
     np.testing.assert_allclose(lin.weight.detach().cpu().numpy(), before - 0.5 * 4, rtol=1e-5)
     assert lin.weight.device == clgrad.device(device)
+
+
+def _reassigned_orders(lib, ones, zeros):
+    """Names in each store after reassigning members of a module, in the order the stores keep them."""
+    m = _net_class(lib, ones, zeros)()
+    m.fc1 = lib.Linear(4, 3)  # module replacing a module: keeps its place
+    m.head = lib.Sequential(lib.Linear(3, 2))
+    m.scale = ones(2) * 3  # buffer replacing a buffer
+    m.bn.weight = lib.Parameter(ones(3))  # parameter replacing a parameter
+    m.register_buffer("scratch", zeros(2), persistent=False)
+    m.extra = lib.Linear(1, 1)
+    m.fc2 = lib.Parameter(zeros(1))  # a parameter replacing a module moves to the parameters
+    m.extra = lib.Identity()
+    return ([n for n, _ in m.named_children()], [n for n, _ in m.named_parameters()],
+            [n for n, _ in m.named_buffers()], list(m.state_dict()))
+
+
+def test_reassignment_keeps_position_like_torch():
+    got = _reassigned_orders(nn, clgrad.ones, clgrad.zeros)
+    assert got == _reassigned_orders(torch.nn, torch.ones, torch.zeros)
+    assert got[0] == ["fc1", "bn", "head", "extra"]
+
+
+def test_replaced_first_layer_then_children_slice():
+    """The resnet idiom: replace conv1, then drop the classifier with ``children()[:-1]``."""
+    for lib in (nn, torch.nn):
+        net = lib.Sequential()
+        net.add_module("conv1", lib.Linear(3, 3))
+        net.add_module("relu", lib.ReLU())
+        net.add_module("fc", lib.Linear(3, 2))
+        net.conv1 = lib.Linear(3, 3, bias=False)
+        body = list(net.children())[:-1]
+        assert [type(c).__name__ for c in body] == ["Linear", "ReLU"] and body[0].bias is None

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 from .. import functional as F
+from .activation_mha import MultiheadAttention  # noqa: F401 - PyTorch's home of MultiheadAttention
 from .module import Module
 
 

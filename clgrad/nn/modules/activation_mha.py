@@ -8,17 +8,14 @@ import math
 from ...ops import creation
 from ...ops.joins import cat
 from ...ops.linalg import bmm
+from ...ops.rearrange import triu
 from .. import functional as F
 from .. import init
 from ..parameter import Parameter
-from .linear import Linear
+from .linear import NonDynamicallyQuantizableLinear
 from .module import Module
 
-__all__ = ["MultiheadAttention", "NonDynamicallyQuantizableLinear"]
-
-
-class NonDynamicallyQuantizableLinear(Linear):
-    """PyTorch's name for MultiheadAttention's output projection (a plain Linear); kept so reprs match."""
+__all__ = ["MultiheadAttention"]
 
 
 def _float_mask(mask, name: str, dtype):
@@ -142,7 +139,8 @@ class MultiheadAttention(Module):
     def forward(self, query, key, value, key_padding_mask=None, need_weights: bool = True, attn_mask=None,
                 average_attn_weights: bool = True, is_causal: bool = False):
         if is_causal and attn_mask is None:
-            raise RuntimeError("Need attn_mask if specifying the is_causal hint.")
+            raise RuntimeError("Need attn_mask if specifying the is_causal hint. You may use the Transformer module "
+                               "method `generate_square_subsequent_mask` to create this mask.")
         batched = query.dim() == 3
         if batched and self.batch_first:
             query, key, value = (x.transpose(0, 1) for x in (query, key, value))
@@ -151,6 +149,9 @@ class MultiheadAttention(Module):
             if key_padding_mask is not None:
                 key_padding_mask = key_padding_mask.unsqueeze(0)
         tgt, n, src = query.shape[0], query.shape[1], key.shape[0]
+        if is_causal and key_padding_mask is None and not need_weights:
+            # PyTorch then trusts the hint over the mask given (scaled_dot_product_attention's is_causal)
+            attn_mask = triu(creation.full((tgt, src), float("-inf"), dtype=query.dtype, device=query.device), 1)
         q, k, v = self._extended_heads(*self._project(query, key, value), n)
         mask = self._merged_mask(attn_mask, key_padding_mask, n, tgt, src, k.shape[1] - src, q.dtype)
         scores = bmm(q * (1.0 / math.sqrt(self.head_dim)), k.transpose(1, 2))

@@ -1,4 +1,4 @@
-"""Identity, Linear, Bilinear."""
+"""Identity, Linear, NonDynamicallyQuantizableLinear, Bilinear."""
 from __future__ import annotations
 
 import math
@@ -52,6 +52,10 @@ class Linear(Module):
 
     def extra_repr(self) -> str:
         return f"in_features={self.in_features}, out_features={self.out_features}, bias={self.bias is not None}"
+
+
+class NonDynamicallyQuantizableLinear(Linear):
+    """PyTorch's name for MultiheadAttention's output projection (a plain Linear); kept so reprs match."""
 
 
 class Bilinear(Module):

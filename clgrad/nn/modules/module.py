@@ -191,7 +191,7 @@ class Module:
         if isinstance(value, Parameter):
             if params is None:
                 raise AttributeError("cannot assign parameters before Module.__init__() call")
-            self._forget(name)
+            self._forget(name, keep="_parameters")
             self.register_parameter(name, value)
         elif params is not None and name in params:
             if value is not None:
@@ -201,7 +201,7 @@ class Module:
         elif isinstance(value, Module):
             if modules is None:
                 raise AttributeError("cannot assign module before Module.__init__() call")
-            self._forget(name)
+            self._forget(name, keep="_modules")
             modules[name] = value
         elif modules is not None and name in modules:
             if value is not None:
@@ -216,10 +216,14 @@ class Module:
         else:
             object.__setattr__(self, name, value)
 
-    def _forget(self, name: str) -> None:
+    def _forget(self, name: str, keep: str) -> None:
+        """Drops ``name`` from every store but ``keep``, whose entry is overwritten in place: reassigning a
+        submodule or parameter keeps its position, as in PyTorch (``list(model.children())[:-1]`` after
+        replacing ``model.conv1`` still drops the last layer)."""
         self.__dict__.pop(name, None)
-        for store in (self._parameters, self._buffers, self._modules):
-            store.pop(name, None)
+        for store in ("_parameters", "_buffers", "_modules"):
+            if store != keep:
+                getattr(self, store).pop(name, None)
         self._non_persistent_buffers_set.discard(name)
 
     def __delattr__(self, name: str) -> None:

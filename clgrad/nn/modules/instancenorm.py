@@ -1,0 +1,75 @@
+"""InstanceNorm1d/2d/3d: each sample's channels normalized over their own spatial positions.
+
+As in PyTorch, an instance norm is a batch norm of the input viewed as one sample with N*C channels; running
+statistics (``track_running_stats=True``) are the batch norm's, averaged over the N samples.
+"""
+from __future__ import annotations
+
+import warnings
+
+from ...autograd.grad_mode import no_grad
+from .. import functional as F
+from .batchnorm import _NormBase
+
+__all__ = ["InstanceNorm1d", "InstanceNorm2d", "InstanceNorm3d"]
+
+
+class _InstanceNorm(_NormBase):
+    _spatial = 1  # spatial dims after (C,)
+
+    def __init__(self, num_features: int, eps: float = 1e-5, momentum: float | None = 0.1, affine: bool = False,
+                 track_running_stats: bool = False, device=None, dtype=None, *, bias: bool = True):
+        super().__init__(num_features, eps, momentum, affine, track_running_stats, device, dtype, bias=bias)
+
+    def forward(self, input):
+        unbatched = self._spatial + 1
+        if input.dim() not in (unbatched, unbatched + 1):
+            raise ValueError(f"expected {unbatched}D or {unbatched + 1}D input (got {input.dim()}D input)")
+        feature_dim = input.dim() - unbatched
+        if input.shape[feature_dim] != self.num_features:
+            if self.affine:
+                raise ValueError(f"expected input's size at dim={feature_dim} to match num_features "
+                                 f"({self.num_features}), but got: {input.shape[feature_dim]}.")
+            warnings.warn(f"input's size at dim={feature_dim} does not match num_features. You can silence this "
+                          "warning by not passing in num_features, which is not used because affine=False",
+                          stacklevel=2)
+        if input.dim() == unbatched:
+            return self._instance_norm(input.unsqueeze(0)).squeeze(0)
+        return self._instance_norm(input)
+
+    def _instance_norm(self, x):
+        momentum = self.momentum if self.momentum is not None else 0.0
+        if not (self.training or not self.track_running_stats):  # eval with running statistics
+            return F.batch_norm(x, self.running_mean, self.running_var, self.weight, self.bias, False, momentum,
+                                self.eps)
+        n, c = x.shape[0], x.shape[1]
+
+        def per_sample(t):
+            return t.repeat(n) if t is not None else None
+
+        rm, rv = per_sample(self.running_mean), per_sample(self.running_var)
+        out = F.batch_norm(x.reshape(1, n * c, *x.shape[2:]), rm, rv, per_sample(self.weight),
+                           per_sample(self.bias), True, momentum, self.eps)
+        if rm is not None:
+            with no_grad():
+                self.running_mean.copy_(rm.view(n, c).mean(0))
+                self.running_var.copy_(rv.view(n, c).mean(0))
+        return out.reshape(x.shape)
+
+
+class InstanceNorm1d(_InstanceNorm):
+    """Over (N, C, L) or (C, L) input."""
+
+    _spatial = 1
+
+
+class InstanceNorm2d(_InstanceNorm):
+    """Over (N, C, H, W) or (C, H, W) input."""
+
+    _spatial = 2
+
+
+class InstanceNorm3d(_InstanceNorm):
+    """Over (N, C, D, H, W) or (C, D, H, W) input."""
+
+    _spatial = 3
