@@ -297,3 +297,20 @@ def test_plain_files_keep_their_bytes(name):
     assert hashlib.sha256(data).hexdigest() == GOLDEN[name]
     meta = json.loads(data[8:8 + int.from_bytes(data[:8], "little")])["__metadata__"]
     assert json.loads(meta[SF.TREE_KEY])["version"] == 1
+
+
+class Huge:
+    def __reduce__(self):
+        return (bytearray, (2**40,))
+
+
+def test_allow_listed_globals_cant_allocate_without_limit():
+    with pytest.raises(pickle.UnpicklingError, match="bytearray"):
+        load(saved([Huge()]))
+
+
+@pytest.mark.parametrize("protocol", range(pickle.HIGHEST_PROTOCOL + 1))
+def test_every_pickle_protocol_loads_weights_only(protocol):
+    obj = [bytearray(b"a\xff"), {1}, frozenset({2}), b"\x00", 1j, OrderedDict(a=clgrad.ones(1)), clgrad.float64]
+    got = load(saved(obj, pickle_protocol=protocol))
+    assert got[:5] + [got[6]] == obj[:5] + [obj[6]] and to_numpy(got[5]["a"]).tolist() == [1.0]

@@ -71,10 +71,17 @@ class safe_globals:  # noqa: N801 - torch's name
         _marked_safe_globals = _marked_safe_globals - set(self.safe_globals)
 
 
+def _bytearray(*args):
+    """``bytearray`` as pickles call it (from bytes, or a string and an encoding), never ``bytearray(2**40)``."""
+    if args and not isinstance(args[0], (bytes, str)):
+        raise pickle.UnpicklingError(f"bytearray() from {type(args[0]).__name__} is not allowed when loading")
+    return bytearray(*args)
+
+
 def _default_globals() -> dict:
     allowed = {
         "collections.OrderedDict": OrderedDict, "collections.Counter": Counter, "builtins.set": set,
-        "builtins.frozenset": frozenset, "builtins.bytearray": bytearray, "builtins.complex": complex,
+        "builtins.frozenset": frozenset, "builtins.bytearray": _bytearray, "builtins.complex": complex,
         "_codecs.encode": codecs.encode, "clgrad.nn.parameter.Parameter": Parameter, "clgrad.tensor.Size": Size,
         "clgrad.device.device": device,
     }
