@@ -136,7 +136,8 @@ def weights_only_message(message: str) -> str:
 
 
 class _TensorIds:
-    """Pickler mixin: every plain Tensor becomes ``("tensor", name, device, requires_grad)``, once per object."""
+    """Pickler mixin: every plain Tensor becomes the id ``"tensor/<entry name>/<device>/<requires_grad 0|1>"``, one
+    entry per tensor object (a string: protocol 0 can't hold anything else)."""
 
     tensors: dict
 
@@ -147,7 +148,7 @@ class _TensorIds:
         if name is None:
             name = self.names[id(obj)] = str(len(self.tensors))
             self.tensors[name] = obj  # holds the tensor, so its id can't be reused while pickling
-        return ("tensor", name, str(obj.device), obj.requires_grad)
+        return f"tensor/{name}/{obj.device}/{int(obj.requires_grad)}"
 
 
 def pickle_object(obj, pickle_module, protocol: int) -> tuple[bytes, dict]:
@@ -164,10 +165,10 @@ class _TensorLoads:
     """Unpickler mixin: a persistent id is one of the file's tensors (see ``_format.Tensors``)."""
 
     def persistent_load(self, pid):
-        if not (isinstance(pid, tuple) and len(pid) == 4 and pid[0] == "tensor" and isinstance(pid[2], str)
-                and isinstance(pid[3], bool)):
-            raise pickle.UnpicklingError(f"unknown persistent id {str(pid)[:80]}")
-        return self.tensors.get(pid[1], pid[2], pid[3], shared=True)
+        parts = pid.split("/") if isinstance(pid, str) else ()
+        if len(parts) != 4 or parts[0] != "tensor" or parts[3] not in ("0", "1"):
+            raise pickle.UnpicklingError(f"unknown persistent id {str(pid)[:80]!r}")
+        return self.tensors.get(parts[1], parts[2], parts[3] == "1", shared=True)
 
 
 class _WeightsOnlyUnpickler(_TensorLoads, pickle.Unpickler):
