@@ -6,6 +6,7 @@ or walks the graph is attached as a method by ``ops/methods.py`` (``install``) a
 """
 from __future__ import annotations
 
+import copy
 import math
 
 import numpy as np
@@ -164,6 +165,20 @@ class Tensor:
         self.grad_fn = None
         self._requires_grad = False
         return self
+
+    def __deepcopy__(self, memo) -> Tensor:
+        """``copy.deepcopy``: a leaf's values in new memory, with its requires_grad and a copy of its grad."""
+        if not self.is_leaf:
+            raise RuntimeError(
+                "Only Tensors created explicitly by the user (graph leaves) support the deepcopy protocol at the "
+                "moment.  If you were attempting to deepcopy a module, this may be because of a "
+                "torch.nn.utils.weight_norm usage, see https://github.com/pytorch/pytorch/pull/103001"
+            )
+        if id(self) not in memo:
+            new = self.detach().clone().requires_grad_(self.requires_grad)  # clone: attached by ops/methods.py
+            new.grad = copy.deepcopy(self.grad, memo)
+            memo[id(self)] = new
+        return memo[id(self)]
 
     @property
     def retains_grad(self) -> bool:

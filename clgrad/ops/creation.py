@@ -219,8 +219,13 @@ def from_numpy(arr: np.ndarray):
     return T._make(storage, dt, arr.shape, strides)
 
 
-def _rebuild(host: np.ndarray, dev: str):
-    return tensor(host, device=dev if dev == "cpu" else None)
+def _rebuild(host: np.ndarray, dev: str, requires_grad: bool = False):
+    """Unpickling: the values back on the device they were pickled from when this machine has it, else cpu."""
+    try:
+        target = resolve(dev)
+    except RuntimeError:
+        target = resolve("cpu")
+    return tensor(host, device=target, requires_grad=requires_grad)
 
 
 # ---- filled ------------------------------------------------------------------------------------
@@ -466,5 +471,5 @@ def new_tensor(self, data, dtype=None, device=None, requires_grad=False) -> Tens
 
 
 def reduce_ex(self, protocol):
-    """Pickling: the values and the device name, rebuilt by ``_rebuild``."""
-    return (_rebuild, (backends.get(self.device).read(self), str(self.device)))
+    """Pickling: the values, the device name and requires_grad, rebuilt by ``_rebuild``."""
+    return (_rebuild, (backends.get(self.device).read(self), str(self.device), self.requires_grad))
