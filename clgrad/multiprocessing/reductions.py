@@ -3,7 +3,8 @@
 As in torch, a cpu tensor sent this way moves into shared memory first (``Storage.share_memory_``) and travels as a
 handle to that memory, so the receiver's tensor views the sender's values and in-place writes on either side are
 seen by both. The handle is a duplicated file descriptor (strategy ``file_descriptor``) or a block name
-(``file_system``). A process that receives the same block twice, or gets back a block it sent, gets one Storage.
+(``file_system``; a block sent by name stays until its creator exits). A process that receives the same block
+twice, or gets back a block it sent, gets one Storage.
 OpenCL tensors travel by value: OpenCL has no inter-process buffers, so the receiver gets a copy on the same device.
 Plain ``pickle`` is untouched: it keeps storing values (``Tensor.__reduce_ex__``).
 """
@@ -18,6 +19,7 @@ from ..device import CPU, resolve
 from ..storage import SharedBlock, Storage, blocks
 from ..tensor import Tensor
 
+_sent: dict = {}  # key -> SharedBlock: file_system blocks this process has sent
 _NON_LEAF = ("Cowardly refusing to serialize non-leaf tensor which requires_grad, since autograd does not support "
              "crossing process boundaries.  If you just want to transfer the data, call detach() on the tensor "
              "before serializing (e.g., putting it on the queue).")
@@ -32,6 +34,11 @@ def reduce_tensor(t: Tensor):
         host = backends.get(storage.device).read(t)
         return (rebuild_copy, (host, str(storage.device), t.dtype.name, t.requires_grad))
     block = storage.share_memory_().shared
+    if block.shm is not None:
+        # a name is only good while it exists: once sent, the block outlives its storage until this process exits
+        # (a queue pickles in a feeder thread, after the sender may have dropped the tensor); a descriptor is
+        # duplicated as it is pickled, so it needs no such pin
+        _sent[block.key] = block
     handle = (block.nbytes, block.key, DupFd(block.fd) if block.fd >= 0 else None,
               None if block.shm is None else block.shm.name)
     meta = (storage.dtype.name, storage.size, t.dtype.name, t._shape, t._strides, t._offset, t.requires_grad)
