@@ -58,8 +58,34 @@ def test_hogwild_fork(strategy):
 
 
 def test_hogwild_spawn():
-    """The model reaches the spawned children as handles (pickled arguments), not as copies."""
+    """The model reaches the spawned children as handles (pickled arguments, the default strategy; by name is
+    covered by the queue tests), not as copies."""
     _run_hogwild("spawn")
+
+
+OPTIMIZERS = ["SGD", "Adam", "AdamW", "Adamax", "NAdam", "RAdam", "RMSprop", "Adagrad", "Adadelta", "LBFGS"]
+
+
+@pytest.mark.parametrize("name", OPTIMIZERS)
+def test_optimizers_write_into_shared_memory(name):
+    """Hogwild needs every optimizer to update parameters in place: the shared block must see each step."""
+    model = clgrad.nn.Linear(2, 2).share_memory()
+    blocks = [p._storage.data for p in model.parameters()]
+    before = [b.copy() for b in blocks]
+    kwargs = {"momentum": 0.9} if name == "SGD" else {}
+    opt = getattr(clgrad.optim, name)(model.parameters(), lr=0.1, **kwargs)
+
+    def closure():
+        opt.zero_grad()
+        loss = (model(clgrad.ones(3, 2)) ** 2).sum()
+        loss.backward()
+        return loss
+
+    for _ in range(2):
+        opt.step(closure)
+    for p, block, old in zip(model.parameters(), blocks, before):
+        assert p._storage.data is block and p.is_shared()
+        assert not np.array_equal(block, old)
 
 
 def test_share_memory_keeps_values_views_and_version(strategy):

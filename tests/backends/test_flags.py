@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import importlib
 
+import numpy as np
 import pytest
 
 import clgrad
@@ -137,3 +138,21 @@ def test_threads_and_precision(restore_flags):
     with pytest.warns(UserWarning, match="has no effect"):
         clgrad.set_float32_matmul_precision("fastest")
     assert clgrad.get_float32_matmul_precision() == "high"
+
+
+def test_fixed_order_ops_repeat_bit_for_bit(device):
+    """What backs ``cudnn.deterministic``: convolution (forward and both gradients), matmul and reductions sum in a
+    fixed order on every device, so a second run gives the same bits."""
+    rng = np.random.default_rng(0)
+    x_np, w_np = rng.standard_normal((2, 3, 9, 9), np.float32), rng.standard_normal((4, 3, 3, 3), np.float32)
+
+    def run():
+        x = clgrad.tensor(x_np, device=device, requires_grad=True)
+        w = clgrad.tensor(w_np, device=device, requires_grad=True)
+        y = clgrad.nn.functional.conv2d(x, w, padding=1)
+        m = y.flatten(1) @ y.flatten(1).t()
+        (m.sum() + y.mean()).backward()
+        return [t.detach().cpu().numpy() for t in (y, m, x.grad, w.grad)]
+
+    for a, b in zip(run(), run()):
+        np.testing.assert_array_equal(a, b)
