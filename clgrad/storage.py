@@ -5,7 +5,7 @@ a ``SharedBlock``, which a forked child inherits and which pickles by handle thr
 spawn arguments. Its two kinds are torch's two sharing strategies: ``file_descriptor`` (Linux: an anonymous
 ``memfd``, passed to the other process as a duplicated descriptor; the kernel frees it when the last process
 unmaps it) and ``file_system`` (a named ``multiprocessing.shared_memory`` block, unlinked when the storage that
-created it is freed).
+created it is freed, or, once it has been sent by name, when the creating process exits).
 """
 from __future__ import annotations
 
