@@ -41,6 +41,17 @@ from .autograd import no_grad, enable_grad, set_grad_enabled, inference_mode, is
 from .autograd.grad_mode import is_inference_mode_enabled  # noqa: F401
 from .tensor import contiguous_format, preserve_format  # noqa: F401
 from .ops.methods import install as _install_methods
+# device-agnostic API, torch.cuda/torch.backends.* stand-ins, shared-memory multiprocessing (clgrad.accelerator)
+from . import accelerator, cuda, multiprocessing  # noqa: F401,E402
+from .accelerator import get_device_module  # noqa: F401,E402
+from .backends import cuda as _b_cuda, cudnn as _b_cudnn, mkl as _b_mkl, mkldnn as _b_mkldnn  # noqa: F401,E402
+from .backends import mps as _b_mps, openmp as _b_openmp  # noqa: F401,E402
+from .backends.flags import (  # noqa: F401,E402
+    are_deterministic_algorithms_enabled, get_deterministic_debug_mode, get_float32_matmul_precision,
+    get_num_interop_threads, get_num_threads, is_deterministic_algorithms_warn_only_enabled,
+    set_deterministic_debug_mode, set_float32_matmul_precision, set_num_interop_threads, set_num_threads,
+    use_deterministic_algorithms,
+)
 
 _install_methods(Tensor)
 

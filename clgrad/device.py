@@ -65,6 +65,15 @@ class device:
     def __reduce__(self):
         return (device, (self.type, self.index))
 
+    def __enter__(self) -> device:
+        """``with clgrad.device("opencl"):`` makes tensors created without ``device=`` live there, as in torch."""
+        _entered.append(_default)
+        set_default_device(self)
+        return self
+
+    def __exit__(self, *exc_info) -> None:
+        set_default_device(_entered.pop())
+
 
 def _typename(x) -> str:
     return type(x).__name__
@@ -72,6 +81,8 @@ def _typename(x) -> str:
 
 CPU = device("cpu")
 _default: device = CPU
+_entered: list[device] = []  # the defaults that ``with device(...)`` blocks replaced, innermost last
+_current: int | None = None  # the OpenCL index ``opencl`` means once set_current_index() chose one
 
 
 def resolve(d) -> device:
@@ -91,7 +102,7 @@ def resolve(d) -> device:
     from .backends.opencl import runtime
 
     if d.index is None:
-        return device("opencl", runtime.default_index())
+        return device("opencl", current_index())
     # raises a listing of the devices present when out of range, and the reason when it failed the health check
     runtime.require(runtime.get(d.index))
     return d
@@ -107,3 +118,28 @@ def set_default_device(d) -> None:
 def get_default_device() -> device:
     """The device tensors are created on when no ``device=`` is given."""
     return _default
+
+
+def current_index() -> int:
+    """The OpenCL index a bare ``opencl`` means: the one ``set_current_index`` (``clgrad.accelerator.set_device_index``,
+    ``clgrad.opencl.set_device``) chose, else ``CLGRAD_DEVICE``, else the best healthy device."""
+    if _current is not None:
+        return _current
+    from .backends.opencl import runtime
+
+    return runtime.default_index()
+
+
+def set_current_index(index: int | None) -> int | None:
+    """Make a bare ``opencl`` mean ``opencl:index`` in this process (None: back to the default choice); returns the
+    previous explicit choice. torch keeps one current device per thread; clgrad keeps one per process. The device
+    must be present and healthy."""
+    global _current
+    previous = _current
+    if index is None:
+        _current = None
+        return previous
+    from .backends.opencl import runtime
+
+    _current = runtime.require(runtime.get(index)).index
+    return previous

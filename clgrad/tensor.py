@@ -143,6 +143,7 @@ class Tensor:
         s = self._storage
         # a second Storage object over the same memory; its "free" callback only keeps the owner alive
         alias = Storage(s.device, s.dtype, s.size, s.data, free=_KeepAlive(s))
+        alias.shared = s.shared
         return type(self)._make(alias, self.dtype, self._shape, self._strides, self._offset)
 
     @data.setter
@@ -248,6 +249,22 @@ class Tensor:
     @property
     def is_opencl(self) -> bool:
         return self.device.type == "opencl"
+
+    # torch's other device kinds and layouts, none of which a clgrad tensor has (NVIDIA GPUs are opencl devices)
+    is_xpu = is_mps = is_meta = is_ipu = is_xla = is_mtia = is_maia = is_vulkan = property(lambda self: False)
+    is_mkldnn = is_quantized = is_nested = property(lambda self: False)
+
+    def is_pinned(self, device=None) -> bool:
+        return False
+
+    def share_memory_(self) -> Tensor:
+        """Move the data into memory other processes map (cpu only; see ``clgrad.multiprocessing``). Returns self."""
+        self._storage.share_memory_()
+        return self
+
+    def is_shared(self) -> bool:
+        """Whether the data lives in shared memory (``share_memory_``, or received through clgrad.multiprocessing)."""
+        return self._storage.is_shared()
 
     def is_floating_point(self) -> bool:
         return self.dtype.is_floating_point

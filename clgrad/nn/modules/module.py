@@ -466,6 +466,11 @@ class Module:
                 main += "\n  " + "\n  ".join(lines) + "\n"
         return main + ")"
 
+    def share_memory(self) -> Module:
+        """Move every parameter, gradient and buffer into shared memory (cpu; ``Tensor.share_memory_``), so
+        processes started by ``clgrad.multiprocessing`` train this one model (Hogwild). Returns self."""
+        return self._apply(lambda t: t.share_memory_())
+
 
 def _torch_size(t) -> str:
     return "torch.Size([" + ", ".join(str(n) for n in t.shape) + "])"
