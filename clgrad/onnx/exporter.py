@@ -84,7 +84,11 @@ def _perturbed(t, dims):
     dims grown by one (a copy of the first slice)."""
     arr = t.detach()._host()
     flat = np.roll(arr.reshape(-1), 1).reshape(arr.shape)
-    arr = (0.5 * (arr + flat)).astype(arr.dtype) if t.dtype.is_floating_point else flat
+    if t.dtype.is_floating_point:  # a convex mix of neighbours: stays within the values' range
+        w = np.random.default_rng(0).uniform(0.25, 0.75, arr.shape)
+        arr = (w * arr + (1 - w) * flat).astype(arr.dtype)
+    else:
+        arr = flat
     for d in sorted(dims):
         arr = np.concatenate([arr, np.take(arr, [0], axis=d)], axis=d)
     return creation.tensor(arr, dtype=t.dtype, device=t.device)
@@ -122,9 +126,9 @@ def _build_nodes(g, trace) -> None:
         fn = lookup(node, g.opset)
         result = fn(g, Call(g, node))
         names = result if isinstance(result, (list, tuple)) else [result]
-        for t, name in zip(node.outputs, names):
-            if is_tensor(t):
-                g.bind(t, name or "")
+        for k, name in zip(node.out_keys, names):
+            if k is not None:
+                g.bind(k, name or "")
 
 
 def _shape(t, alt, dyn: dict, name: str) -> list:
@@ -178,8 +182,8 @@ def export_model(model, args, kwargs, *, names_in, names_out, opset, dynamic_axe
     g = GraphBuilder(opset, trace_a, trace_b, _params(model))
     g.input_names = names_in
     inputs = []
-    for t, name in zip(trace_a.inputs, names_in):
-        g.bind(t, name)
+    for t, k, name in zip(trace_a.inputs, trace_a.input_keys, names_in):
+        g.bind(k, name)
         inputs.append(g.value_info(name, t.dtype, _shape(t, None, dyn.get(name, {}), name)))
     _build_nodes(g, trace_a)
     outputs = _outputs(g, flat_tensors(out_a), flat_tensors(out_b), list(names_out or []), dyn)
@@ -187,7 +191,7 @@ def export_model(model, args, kwargs, *, names_in, names_out, opset, dynamic_axe
     if not export_params or keep_initializers_as_inputs:
         inputs += [g.value_info(name, p.dtype, list(p.shape)) for name, p in g.used_params.items()]
     _prune(g, outputs)
-    inits = list(g.initializers.values()) + (params if export_params else [])
+    inits = (params if export_params else []) + list(g.initializers.values())
     graph = helper.make_graph(g.nodes, "main_graph", inputs, outputs, initializer=inits)
     proto = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)], producer_name="clgrad",
                               producer_version=__version__, ir_version=_IR_VERSION[opset])

@@ -98,12 +98,14 @@ class GraphBuilder:
         return self.const(np.asarray(value, dtype=dt.np))
 
     # ---- tensors to values ---------------------------------------------------------------------
-    def bind(self, t, name: str) -> None:
-        self.values[key(t)] = name
+    def bind(self, k, name: str) -> None:
+        """Tensors known by ``k`` (see ``tracer.key``) are the ONNX value ``name``."""
+        self.values[k] = name
 
-    def value(self, t, alt=None, where: str = "") -> str:
-        """The ONNX name of tensor ``t`` (``alt``: the same argument in the second run, for the checks)."""
-        k = key(t)
+    def value(self, t, alt=None, where: str = "", k=None) -> str:
+        """The ONNX name of tensor ``t`` (``alt``: the same argument in the second run, for the checks; ``k``:
+        what ``t`` was known by when the op read it, when that differs from now)."""
+        k = key(t) if k is None else k
         name = self.values.get(k)
         if name is not None:
             if not name:
@@ -147,8 +149,8 @@ class GraphBuilder:
         if not same:
             raise OnnxExporterError(
                 f"{where}: an argument of shape {list(t.shape)} ({t.dtype}) was computed from the model's inputs by "
-                "ops that autograd does not record (ops on integer or bool tensors only, .item()/.tolist() values, "
-                "or shapes read inside forward), so the export would freeze it as a constant. Compute it from a "
+                "ops that autograd does not record (ops on integer or bool tensors only, argmax/argmin/sort indices, "
+                ".item()/.tolist() values), so the export would freeze it as a constant. Compute it from a "
                 "float input, pass it as an input, or make it independent of the inputs")
 
     # ---- opset-dependent forms -----------------------------------------------------------------

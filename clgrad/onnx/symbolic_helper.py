@@ -134,7 +134,8 @@ class Call:
         t = self.node.args[i]
         if t is None:
             return None
-        name = self.g.value(t, self._alt_arg(i) if self.alt is not None else None, self.name)
+        name = self.g.value(t, self._alt_arg(i) if self.alt is not None else None, self.name,
+                            self.node.keys.get(id(t)))
         return name if dtype is None else self.g.cast(name, t.dtype, dtype)
 
     def static(self, i):

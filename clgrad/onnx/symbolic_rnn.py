@@ -45,7 +45,7 @@ def _states(g, c, hx, batched: bool):
     names = []
     for k, t in enumerate(hx if pair else (hx,)):
         other = (alt_hx[k] if pair else alt_hx) if alt_hx is not None else None
-        v = g.value(t, other, c.name)
+        v = g.value(t, other, c.name, c.node.keys.get(id(t)))
         names.append(v if batched else g.unsqueeze(v, [1]))
     return (names[0], names[1]) if pair else (names[0], None)
 
@@ -59,7 +59,7 @@ def _rnn(g, c):
     m = c.node.fn
     x_t = c.node.args[0]
     dt, batched = x_t.dtype, x_t.dim() == 3
-    x = g.value(x_t, c.alt.args[0] if c.alt is not None else None, c.name)
+    x = g.value(x_t, c.alt.args[0] if c.alt is not None else None, c.name, c.node.keys.get(id(x_t)))
     if not batched:
         x = g.unsqueeze(x, [1])
     elif m.batch_first:

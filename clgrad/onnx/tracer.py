@@ -39,10 +39,13 @@ def key(t):
 class Node:
     """One recorded call: ``fn`` is a Function class (or a module, for a module-level symbolic)."""
 
-    __slots__ = ("fn", "args", "kwargs", "outputs", "alt")
+    __slots__ = ("fn", "args", "kwargs", "outputs", "alt", "keys", "out_keys")
 
     def __init__(self, fn, args, kwargs, outputs):
         self.fn, self.args, self.kwargs, self.outputs, self.alt = fn, args, kwargs, outputs, None
+        # what the tensors were known by at the call: an in-place op later moves a tensor to another node
+        self.keys = {id(t): key(t) for t in flat_tensors(args) + flat_tensors(kwargs)}
+        self.out_keys = tuple(key(t) if is_tensor(t) else None for t in outputs)
 
     @property
     def name(self) -> str:
@@ -62,6 +65,7 @@ class Trace:
         self.keys: dict = {}  # key(t) -> t, for the inputs and every recorded output
         self.storages: dict = {}  # id(storage) -> the traced tensors on it
         self.inputs: list = []
+        self.input_keys: list = []
 
     # ---- what is traced ------------------------------------------------------------------------
     def _add(self, t) -> None:
@@ -77,6 +81,7 @@ class Trace:
             t = t.detach()
         self._add(t)
         self.inputs.append(t)
+        self.input_keys.append(key(t))
         return t
 
     def is_traced(self, t) -> bool:
