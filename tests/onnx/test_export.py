@@ -17,6 +17,7 @@ onnx = pytest.importorskip("onnx")
 ort = pytest.importorskip("onnxruntime")
 from clgrad.onnx.exporter import split_args  # noqa: E402 - needs onnx
 
+
 def _session(data: bytes):
     return ort.InferenceSession(data, providers=["CPUExecutionProvider"])
 
