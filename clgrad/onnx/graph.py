@@ -15,7 +15,7 @@ from onnx import TensorProto, helper, numpy_helper
 from .. import dtypes as D
 from ..tensor import is_tensor
 from .errors import OnnxExporterError, SymbolicValueError, UnsupportedOperatorError
-from .tracer import key
+from .tracer import key, unexpanded
 
 INT64_MAX = 2**63 - 1
 
@@ -131,15 +131,25 @@ class GraphBuilder:
         return name
 
     def _view_of(self, base, t, alt, where: str) -> str:
+        """A Reshape (and an Expand, for broadcast dims) of traced tensor ``base`` that ``t`` views."""
         src = self.value(base, None, where)
-        in_b, out_b = base.shape, t.shape
-        if alt is not None and self.alt_trace is not None:
-            alt_base = self.alt_trace.base_of(alt)
-            if alt_base is not None:
-                in_b, out_b = alt_base.shape, alt.shape
-        if tuple(base.shape) == tuple(t.shape) and tuple(in_b) == tuple(out_b):
+        dense_a = unexpanded(t)
+        in_b, dense_b, out_b = base.shape, dense_a, t.shape
+        if alt is not None and self.alt_trace is not None and self.alt_trace.base_of(alt) is not None:
+            in_b, dense_b, out_b = self.alt_trace.base_of(alt).shape, unexpanded(alt), alt.shape
+        if tuple(base.shape) != dense_a or tuple(in_b) != dense_b:
+            src = self.op("Reshape", src, self.ints(reshape_target(base.shape, in_b, dense_a, dense_b, where)))
+        if dense_a == tuple(t.shape) and dense_b == tuple(out_b):
             return src
-        return self.op("Reshape", src, self.ints(reshape_target(base.shape, in_b, t.shape, out_b, where)))
+        sizes = []
+        for d, a, b in zip(dense_a, t.shape, out_b):
+            if d == a:
+                sizes.append(1)
+            elif a == b:
+                sizes.append(a)
+            else:
+                raise SymbolicValueError(f"{where}: an untracked broadcast to a size that depends on a dynamic axis")
+        return self.op("Expand", src, self.ints(sizes))
 
     def _check_constant(self, t, alt, where: str) -> None:
         if alt is None or not is_tensor(alt):

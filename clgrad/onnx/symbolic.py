@@ -493,7 +493,7 @@ def _count(c, axes) -> int:
     return math.prod(a[d] for d in axes)
 
 
-@register(ST._Moments)
+@register(ST._Var, ST._Std, ST._VarMean, ST._StdMean)
 def _moments(g, c):
     dims, correction, keepdim = c.static(1), c.static(2), c.static(3)
     x, dt = c.tensor(0), c.dtype(0)

@@ -9,6 +9,7 @@ results become constants of the exported graph.
 """
 from __future__ import annotations
 
+import math
 from functools import partial
 
 from ..autograd import function as _function
@@ -34,6 +35,17 @@ def key(t):
     """What a traced tensor is known by: its autograd node and output number, or (no node) its identity."""
     fn = t.grad_fn
     return (id(fn), t._output_nr) if fn is not None else id(t)
+
+
+def unexpanded(t):
+    """``t``'s shape before broadcasting (stride-0 dims as 1) if that is a dense row-major layout, else None."""
+    shape = tuple(1 if st == 0 else n for n, st in zip(t._shape, t._strides))
+    expect = 1
+    for n, st in zip(reversed(shape), reversed(t._strides)):
+        if n != 1 and st != expect:
+            return None
+        expect *= n
+    return shape
 
 
 class Node:
@@ -88,10 +100,14 @@ class Trace:
         return key(t) in self.keys or id(t._storage) in self.storages
 
     def base_of(self, t):
-        """A traced tensor whose memory ``t`` (an untracked view) looks at in the same order, or None."""
+        """A traced tensor whose memory ``t`` (an untracked view: a reshape, maybe expanded) looks at in the
+        same order, or None."""
+        dense = unexpanded(t)
+        if dense is None:
+            return None
         for s in self.storages.get(id(t._storage), ()):
-            if (s._offset == t._offset and s.numel() == t.numel() and s.dtype is t.dtype and s.is_contiguous()
-                    and t.is_contiguous()):
+            if (s._offset == t._offset and s.numel() == math.prod(dense) and s.dtype is t.dtype
+                    and s.is_contiguous()):
                 return s
         return None
 

@@ -102,6 +102,19 @@ def test_elementwise_reduction_and_shape_ops():
     check(M(), (clgrad.randn(2, 3, 4), clgrad.randn(2, 3, 4)))
 
 
+def test_indexing_padding_and_rearranging_ops():
+    class M(nn.Module):
+        def forward(self, x, idx):
+            a = x.flip(2).repeat(1, 2, 1) + F.pad(x, (1, 2), mode="reflect")[..., 1:5].repeat(1, 2, 1)
+            b = F.pad(x, (1, 1, 0, 1), value=0.5) + F.pad(x, (1, 1, 1, 0), mode="replicate")
+            c = x.index_select(1, idx) + x[:, idx] + x.gather(2, idx.reshape(1, 3, 1).expand(2, 3, 1))
+            d = clgrad.unbind(x, 1)[2] + x.narrow(2, 1, 2).sum(2)[:, 0:1] + x.select(1, 0).cumsum(1)
+            e = x.masked_fill(x > 0.5, x.mean()) + x.norm(dim=2, keepdim=True) + x.norm(1) + x.remainder(0.7)
+            return a, b, c, d, e, x.norm(3.0, dim=(1, 2))
+
+    check(M(), (clgrad.randn(2, 3, 4), clgrad.tensor([2, 0, 1])))
+
+
 def test_conv_and_transposed_conv():
     model = nn.Sequential(nn.Conv2d(2, 4, 3, stride=2, padding=1), nn.ReLU(),
                           nn.Conv2d(4, 4, 3, padding="same", dilation=2, groups=2),
