@@ -288,6 +288,14 @@ def test_cnn_matches_pytorch():
     np.testing.assert_allclose(sess.run(None, {"x": x.numpy()})[0], want, rtol=1e-4, atol=1e-5)
 
 
+def test_verbose_prints_the_graph_and_export_is_deterministic(capsys):
+    model = nn.Sequential(nn.Linear(3, 2), nn.Tanh())
+    x = clgrad.randn(4, 3)
+    first = clgrad.onnx.export(model, (x,), verbose=True).SerializeToString()
+    assert "Gemm" in capsys.readouterr().out
+    assert clgrad.onnx.export(model, (x,)).SerializeToString() == first
+
+
 def test_export_params_false_and_initializers_as_inputs():
     model = nn.Sequential(nn.Linear(3, 2), nn.ReLU())
     x = clgrad.randn(4, 3)
