@@ -23,6 +23,9 @@ from .nodes import (  # noqa: F401 - AccumulateGrad and BackwardCFunction are im
     SavedTensor,
 )
 
+# clgrad.onnx.export sets this while it traces a model: ``TRACER(cls, args, kwargs)`` runs and records the call
+TRACER = None
+
 
 class Function:
     """Subclass with static ``forward(ctx, *args)`` and ``backward(ctx, *grad_outputs)``; call ``.apply``.
@@ -68,6 +71,8 @@ class Function:
 
     @classmethod
     def apply(cls, *args, **kwargs):
+        if TRACER is not None:
+            return TRACER(cls, args, kwargs)
         if kwargs:
             args, kwargs = cls._bind(args, kwargs)
         ctx = cls._backward_cls()
