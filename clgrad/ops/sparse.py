@@ -18,7 +18,6 @@ import sys
 from numbers import Number
 
 from .. import dtypes as D
-from ..autograd.graph import needs_graph
 from ..tensor import Tensor, is_tensor, sparse_coo, strided
 from . import creation, joins
 from . import reduction as R
@@ -199,8 +198,8 @@ class SparseTensor(Tensor):
             raise NotImplementedError(f"clgrad has sparse COO tensors only: to_sparse(layout={layout}) is not "
                                       "implemented")
         if sparse_dim not in (None, self.sparse_dim()):
-            raise RuntimeError(f"to_sparse: conversion from Sparse to Sparse with sparse_dim argument !=self.sparse_dim"
-                               f"() is not supported")
+            raise RuntimeError("to_sparse: conversion from Sparse to Sparse with sparse_dim argument !=self.sparse_dim"
+                               "() is not supported")
         return self
 
     to_sparse_coo = to_sparse
