@@ -26,9 +26,12 @@ __kernel void ${name}(__global ${ctype} *out, IDX out_off, IDX os0, IDX os1,
     const IDX start = (IDX)max(first, 0L), end = (IDX)min(last, (long)nnz);
     ACC acc = 0;
     for (IDX k = start; k < end; ++k) {
-        const long c = (long)cols[col_off + k * col_st];
-        if (c < 0 || c >= (long)K) continue;
-        acc += ${load("vals", "val_off + k * val_st")} * ${load("dense", "d_off + (IDX)c * ds0 + j * ds1")};
+        // compared in the column's own type, inside an if: with the column widened to long and a ``continue``,
+        // llvmpipe (Mesa 22) skipped no negative int32 column
+        const ${col_ctype} c = cols[col_off + k * col_st];
+        if (c >= 0 && c < K) {
+            acc += ${load("vals", "val_off + k * val_st")} * ${load("dense", "d_off + (IDX)c * ds0 + j * ds1")};
+        }
     }
     ${cl.module.store(ctype, "out", "out_off + r * os0 + j * os1", "acc")};
 }
