@@ -38,7 +38,10 @@ class CPUSparse:
         keep = (c >= 0) & (c < dense.shape[0])
         rows, ks, c = rows[keep], ks[keep], c[keep]
         total = np.zeros((M, N), acc)
-        with np.errstate(all="ignore"):
-            terms = view_of(vals)[ks].astype(acc)[:, None] * view_of(dense)[c].astype(acc)
-            np.add.at(total, rows, terms)  # in k order within each row, as the kernel sums
+        if len(rows):
+            with np.errstate(all="ignore"):
+                terms = view_of(vals)[ks].astype(acc)[:, None] * view_of(dense)[c].astype(acc)
+                # the entries come row by row: one segment sum per nonempty row (np.add.at is ~10x slower)
+                starts = np.flatnonzero(np.r_[True, rows[1:] != rows[:-1]])
+                total[rows[starts]] = np.add.reduceat(terms, starts, axis=0)
         np.copyto(view_of(out), cast(total, out.dtype), casting="unsafe")
