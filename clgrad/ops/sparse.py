@@ -18,7 +18,7 @@ import sys
 from numbers import Number
 
 from .. import dtypes as D
-from ..tensor import Tensor, is_tensor, sparse_coo, strided
+from ..tensor import Tensor, is_tensor, sparse_coo
 from . import creation, joins
 from . import reduction as R
 from . import sparse_mm as SM
@@ -225,9 +225,10 @@ class SparseTensor(Tensor):
 
     def __repr__(self) -> str:
         pad = " " * len("tensor(indices=")
-        indices = repr(self._i).replace("\n", "\n" + pad)
-        values = repr(self._v).replace("\n", "\n" + " " * len("       values="))
-        extra = f", dtype={self.dtype!r}" if self.dtype is not D.get_default_dtype() else ""
+        indices = repr(self._i.cpu()).replace("\n", "\n" + pad)  # the device goes on the last line, as in torch
+        values = repr(self._v.detach().cpu()).replace("\n", "\n" + " " * len("       values="))
+        extra = f", device='{self.device}'" if self.device.type != "cpu" else ""
+        extra += f", dtype={self.dtype!r}" if self.dtype is not D.get_default_dtype() else ""
         grad = f", grad_fn=<{type(self.grad_fn).__name__}>" if self.grad_fn is not None else \
             (", requires_grad=True" if self.requires_grad else "")
         return (f"tensor(indices={indices},\n       values={values},\n       size={tuple(self._shape)}, "
@@ -509,9 +510,3 @@ def install(T) -> None:
             if public and callable(attr) and not isinstance(attr, (type, staticmethod, classmethod)) \
                     and name not in own and name not in _KEEP:
                 setattr(SparseTensor, name, _stub(name))
-
-
-def is_sparse_pair(a, b) -> bool:
-    """Whether an operand of a product is a sparse tensor (linalg dispatches those here)."""
-    return getattr(a, "layout", strided) is sparse_coo or getattr(b, "layout", strided) is sparse_coo
-
