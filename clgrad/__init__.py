@@ -41,6 +41,10 @@ from .compiler import compile  # noqa: F401,A004
 from .autograd import no_grad, enable_grad, set_grad_enabled, inference_mode, is_grad_enabled  # noqa: F401
 from .autograd.grad_mode import is_inference_mode_enabled  # noqa: F401
 from .tensor import contiguous_format, preserve_format  # noqa: F401
+from .tensor import layout, sparse_coo, strided  # noqa: F401
+from .ops.sparse import sparse_coo_tensor  # noqa: F401
+from .ops.sparse_mm import spmm  # noqa: F401
+from . import sparse  # noqa: F401
 from .ops.methods import install as _install_methods
 # device-agnostic API, torch.cuda/torch.backends.* stand-ins, shared-memory multiprocessing (clgrad.accelerator)
 from . import accelerator, cuda, multiprocessing  # noqa: F401,E402

@@ -34,6 +34,20 @@ contiguous_format = memory_format("contiguous_format")
 preserve_format = memory_format("preserve_format")
 
 
+class layout:  # noqa: N801 - torch's name
+    """A tensor's memory layout: ``clgrad.strided`` (dense) or ``clgrad.sparse_coo`` (ops/sparse.py)."""
+
+    def __init__(self, name: str):
+        self.name = name
+
+    def __repr__(self) -> str:
+        return f"clgrad.{self.name}"
+
+
+strided = layout("strided")
+sparse_coo = layout("sparse_coo")
+
+
 class Tensor:
     """An n-dimensional array on a device. Build one with ``clgrad.tensor``, ``zeros``, ``randn``…"""
 
@@ -241,6 +255,10 @@ class Tensor:
     @property
     def is_cuda(self) -> bool:
         return False
+
+    # dense; a sparse COO tensor (ops/sparse.py) overrides both
+    layout = strided
+    is_sparse = False
 
     @property
     def is_cpu(self) -> bool:

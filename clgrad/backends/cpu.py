@@ -16,6 +16,7 @@ from .cpu_nn import CPUNN
 from .cpu_random import CPURandom
 from .cpu_reduce import CPUReduce
 from .cpu_scan import CPUScan
+from .cpu_sparse import CPUSparse
 
 
 class CPUBackend:
@@ -23,7 +24,7 @@ class CPUBackend:
     and elementwise here, every other primitive bound from an op family object, as in the OpenCL backend."""
 
     name = "cpu"
-    FAMILIES = (CPUReduce, CPUMatmul, CPURandom, CPUIndex, CPUScan, CPUConv, CPUNN)
+    FAMILIES = (CPUReduce, CPUMatmul, CPURandom, CPUIndex, CPUScan, CPUConv, CPUNN, CPUSparse)
     fused_optim = None  # no fused optimizer steps: optimizers compose them from elementwise ops
     fused_rnn = None  # no fused LSTM steps: nn.LSTM composes them from elementwise table ops
 

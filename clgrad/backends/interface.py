@@ -198,3 +198,11 @@ class Backend(Protocol):
     def moments(self, mean, var, x, dims) -> None:
         """Mean and biased variance of ``x`` over ``dims`` into contiguous ``mean`` / ``var`` (x's shape with 1 on
         ``dims``; float32 for float16 ``x``)."""
+
+    # ---- sparse ---------------------------------------------------------------------------------------
+    def spmm(self, out, rowptr, cols, vals, dense) -> None:
+        """``out`` [M, N] = A @ ``dense`` [K, N] for the CSR matrix A: row r holds ``vals[k]`` at column ``cols[k]``
+        for k in [rowptr[r], rowptr[r + 1]) (int32 or int64 index tensors, rowptr non-decreasing); duplicate columns
+        add, columns outside [0, K) are skipped. Any strides; ``vals`` has ``dense``'s dtype. Each row sums in k
+        order (deterministic), accumulating in float32 for float16 and in the dtype otherwise; bool raises
+        NotImplementedError."""

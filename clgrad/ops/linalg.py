@@ -15,6 +15,7 @@ from ..autograd.graph import needs_graph
 from ..tensor import Tensor, is_tensor
 from . import pointwise as P
 from . import shape as S
+from . import sparse_mm
 from .guard import tensor_first
 from .views import broadcast_shapes
 
@@ -51,7 +52,7 @@ def _mm_fast(a, b):
     sa, sb = getattr(a, "_shape", None), getattr(b, "_shape", None)
     if sa is None or sb is None or len(sa) != 2 or len(sb) != 2 or sa[1] != sb[0] or a.dtype is not b.dtype:
         return None
-    if a.dtype is D.bool or a._storage.device != b._storage.device or needs_graph(a, b):
+    if a.dtype is D.bool or a.is_sparse or b.is_sparse or a._storage.device != b._storage.device or needs_graph(a, b):
         return None
     (m, k), n = sa, sb[1]
     out = Tensor._empty((m, n), a.dtype, a.device)
@@ -65,6 +66,8 @@ def mm(input, mat2):
     out = _mm_fast(input, mat2)
     if out is not None:
         return out
+    if getattr(input, "is_sparse", False) or getattr(mat2, "is_sparse", False):
+        return sparse_mm.mm(input, mat2)
     _check_tensors("mm", input=input, mat2=mat2)
     if needs_graph(input, mat2):
         return Matmul.apply(input, mat2, "mm")
@@ -220,6 +223,8 @@ def matmul(input, other):
     out = _mm_fast(input, other)
     if out is not None:
         return out
+    if getattr(input, "is_sparse", False) or getattr(other, "is_sparse", False):
+        return sparse_mm.matmul(input, other)
     _check_tensors("matmul", input=input, other=other)
     if needs_graph(input, other):
         return Matmul.apply(input, other, "matmul")

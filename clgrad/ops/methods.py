@@ -19,6 +19,7 @@ from . import (
     rearrange,
     reduction,
     scans,
+    sparse,
     stats,
 )
 from . import functions as F
@@ -37,7 +38,8 @@ _OPERAND = (int, float, bool)
 
 
 def _is_operand(x) -> bool:
-    return is_tensor(x) or isinstance(x, _OPERAND)
+    # a sparse operand: NotImplemented, so Python asks its reflected method (dense + sparse gives dense)
+    return (is_tensor(x) and not x.is_sparse) or isinstance(x, _OPERAND)
 
 
 def _forward(name):
@@ -163,6 +165,7 @@ def install(T) -> None:
     T.__pos__ = lambda self: self
     T.__abs__ = lambda self: M.FUNCS["abs"](self)
     T.__invert__ = _invert
+    sparse.install(T)  # last: SparseTensor stubs every dense-only method installed above
 
 
 def _invert(self):

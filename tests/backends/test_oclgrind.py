@@ -363,6 +363,13 @@ def _elementwise(device, cls, n):
           layouts=["transposed", "sliced"])
 
 
+def _spmm(device, cls, n):
+    rng = np.random.default_rng(n)
+    idx = np.stack([rng.integers(0, n + 1, 2 * n), rng.integers(0, 5, 2 * n)])  # duplicates, empty rows
+    _same(device, lambda v, d: clgrad.sparse_coo_tensor(make(idx, v.device), v, (n + 1, 5)) @ d,
+          _arr((2 * n,), "float32"), _arr((5, 3), "float32"), layouts=["contiguous", "transposed"], grad=True)
+
+
 # template -> (runner, dtype classes it takes)
 FAMILIES = {
     "elementwise": (_elementwise, ("bool", "int", "float")),
@@ -380,6 +387,7 @@ FAMILIES = {
     "random": (_random, ("bool", "int", "float")),
     "optim": (_optim, ("float",)),
     "rnn": (_rnn, ("float",)),
+    "spmm": (_spmm, ("float",)),
 }
 
 

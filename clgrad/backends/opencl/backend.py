@@ -23,6 +23,7 @@ from .random import CLRandom
 from .reduce import CLReduce
 from .rnn import CLRNN
 from .scan import CLScan
+from .sparse import CLSparse
 
 
 class OpenCLBackend:
@@ -31,7 +32,7 @@ class OpenCLBackend:
     ``Launcher``. Methods are bound once, so a call costs what a method call on the family costs."""
 
     name = "opencl"
-    FAMILIES = (CLElementwise, CLReduce, CLMatmul, CLRandom, CLIndex, CLScan, CLConv, CLNN)
+    FAMILIES = (CLElementwise, CLReduce, CLMatmul, CLRandom, CLIndex, CLScan, CLConv, CLNN, CLSparse)
 
     def __init__(self):
         self.launcher = Launcher()
