@@ -264,6 +264,8 @@ def _over_dim(dim) -> bool:
 
 
 def _dims_of(x, dim) -> tuple:
+    if x.dim() == 0:  # dim 0 / -1 of a 0-d tensor is valid in torch and reduces nothing
+        return ()
     if dim is None or dim == ():
         return tuple(range(x.dim()))
     dims = dim if isinstance(dim, (tuple, list)) else (dim,)
@@ -356,7 +358,7 @@ class MaxMinDim(Function):
     @staticmethod
     def forward(ctx, x, name, dim, keepdim):
         values, indices = _max_min_raw(name, x, dim, keepdim)
-        ctx.meta = (x.shape, wrap_dim(dim, x.dim()), keepdim)
+        ctx.meta = (x.shape, wrap_dim(dim, x.dim()), keepdim and x.dim() > 0)
         ctx.save_for_backward(indices)
         ctx.mark_non_differentiable(indices)
         return values, indices
@@ -365,6 +367,8 @@ class MaxMinDim(Function):
     def backward(ctx, grad, _grad_indices=None):
         (indices,) = ctx.saved_tensors
         shape, d, keepdim = ctx.meta
+        if not shape:  # a 0-d input: the one element is the extreme
+            return grad.reshape(()), None, None, None
         if not keepdim:
             grad, indices = grad.unsqueeze(d), indices.unsqueeze(d)
         positions = arange(shape[d], device=grad.device).reshape([-1 if i == d else 1 for i in range(len(shape))])

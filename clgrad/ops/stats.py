@@ -99,20 +99,24 @@ class _Moments(Function):
         out = v.sqrt() if cls.sqrt else v
         ctx.meta = (dims, correction, keepdim)
         ctx.save_for_backward(x, out)
+        ctx.set_materialize_grads(False)  # an unused output adds nothing (not 0 * inf when dof is 0)
         return (out, mu) if cls.with_mean else out
 
     @classmethod
     def backward(cls, ctx, grad, grad_mean=None):
         x, out = ctx.saved_tensors
         dims, correction, keepdim = ctx.meta
-        if cls.sqrt:  # d std = d var / (2 std); torch gives 0 where std is 0
-            grad = (grad / (2 * out)).where(out != 0, 0.0)
         n = _count(x, dims)
-        dof = n - correction
-        scale = 2 / dof if dof > 0 else math.inf  # as torch: no degrees of freedom give inf / nan gradients
-        g = _unreduce(grad, x.shape, dims, keepdim) * (x - R.mean(x, dims, keepdim=True)) * scale
+        g = None
+        if grad is not None:
+            if cls.sqrt:  # d std = d var / (2 std); torch gives 0 where std is 0
+                grad = (grad / (2 * out)).where(out != 0, 0.0)
+            dof = n - correction
+            scale = 2 / dof if dof > 0 else math.inf  # as torch: no degrees of freedom give inf / nan gradients
+            g = _unreduce(grad, x.shape, dims, keepdim) * (x - R.mean(x, dims, keepdim=True)) * scale
         if grad_mean is not None:
-            g = g + _unreduce(grad_mean, x.shape, dims, keepdim) / n
+            gm = _unreduce(grad_mean, x.shape, dims, keepdim) / n
+            g = gm if g is None else g + gm
         return g, None, None, None
 
 
