@@ -233,13 +233,12 @@ def group_norm(input, num_groups, weight=None, bias=None, eps=1e-5, cudnn_enable
 
 
 def normalize(input, p=2.0, dim=1, eps=1e-12, out=None):
-    """``input / max(||input||_p, eps)`` along ``dim``: ``F.normalize(x, dim=1)``."""
-    mag = input.abs()
-    if math.isinf(p):
-        norm = mag.amax(dim, keepdim=True).clamp(min=eps)
-    else:  # max(s ** (1/p), eps) == max(s, eps ** p) ** (1/p), and a zero vector gets a zero gradient
-        norm = (mag ** p).sum(dim, keepdim=True).clamp(min=eps ** p) ** (1.0 / p)
-    result = input / norm
+    """``input / max(||input||_p, eps)`` along ``dim``, for every p (0, negative, inf included), as torch
+    computes it: ``x / x.norm(p, dim, keepdim=True).clamp_min(eps)``. A zero vector's norm gets gradient 0.
+
+    >>> F.normalize(clgrad.tensor([[3.0, 4.0]]))  # tensor([[0.6000, 0.8000]])
+    """
+    result = input / input.norm(p, dim, keepdim=True).clamp_min(eps)
     return result if out is None else out.copy_(result)
 
 

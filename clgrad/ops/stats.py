@@ -248,8 +248,8 @@ class _Norm(Function):
         x, out = ctx.saved_tensors
         p, dims, keepdim = ctx.meta
         g, norm = _unreduce(grad, x.shape, dims, keepdim), _unreduce(out, x.shape, dims, keepdim)
-        if p == 0:
-            return x * 0, None, None, None
+        if p == 0:  # torch leaves the gradient undefined (x.grad stays None)
+            return None, None, None, None
         if p == 1:
             return g * x.sign(), None, None, None
         if math.isinf(p):
