@@ -169,6 +169,8 @@ def _batch_norm(input, running_mean, running_var, weight, bias, training, moment
             raise RuntimeError(f"{name} should contain {C} elements not {t.numel()}")
         if t is None and not training and name.startswith("running"):
             raise RuntimeError(f"{name} must be defined in evaluation mode")
+    if input.numel() == 0:
+        return _empty_batch_norm(input, weight, bias)
     nd = input.dim()
     affine = (1, C) + (1,) * (nd - 2)
     dims = (0,) + tuple(range(2, nd))
@@ -181,6 +183,17 @@ def _batch_norm(input, running_mean, running_var, weight, bias, training, moment
         mean = running_mean.detach().reshape(affine)
         rstd = (running_var.detach() + eps).rsqrt().reshape(affine)
     return _normalized(NativeBatchNorm, input, weight, bias, spec, mean, rstd)
+
+
+def _empty_batch_norm(input, weight, bias):
+    """torch's answer for an empty batch: a copy of it (still connected to weight and bias, whose gradients are
+    then 0), the running statistics untouched."""
+    out = input.clone()
+    if weight is not None:  # (an empty weight raises torch's IndexError)
+        out = out * weight[0]
+    if bias is not None:
+        out = out + bias[0]
+    return out
 
 
 def _update_running(running_mean, running_var, mean, var, n: int, momentum: float) -> None:

@@ -72,3 +72,43 @@ def test_normalize_eps_and_out():
     out = clgrad.empty((2, 2), dtype=clgrad.float64)
     F.normalize(x, 2.0, 1, 1e-12, out=out)
     np.testing.assert_allclose(out.numpy(), want.numpy(), rtol=1e-12)
+
+
+# ---- batch/layer/group norm on empty inputs: torch returns an empty result, running stats untouched -------------
+EMPTY_NORMS = {
+    "batch_norm_train": lambda F, x, w, b, rm, rv: F.batch_norm(x, rm, rv, w, b, training=True),
+    "batch_norm_train_no_stats": lambda F, x, w, b, rm, rv: F.batch_norm(x, None, None, w, b, training=True),
+    "batch_norm_eval": lambda F, x, w, b, rm, rv: F.batch_norm(x, rm, rv, w, b, training=False),
+    "layer_norm": lambda F, x, w, b, rm, rv: F.layer_norm(x, x.shape[-1:]),
+    "group_norm": lambda F, x, w, b, rm, rv: F.group_norm(x, 1, w, b),
+}
+
+
+def _empty_norm(m, fn, shape, device):
+    kw = dict(dtype=m.float32, device=device)
+    C = shape[1] if len(shape) > 1 else shape[0]
+    x = m.zeros(shape, requires_grad=True, **kw)
+    w, b = m.ones(C, requires_grad=True, **kw), m.zeros(C, requires_grad=True, **kw)
+    rm, rv = m.zeros(C, **kw), m.ones(C, **kw)
+    y = fn(m.nn.functional, x, w, b, rm, rv)
+    y.sum().backward()
+    return y, x.grad, w.grad, b.grad, rm, rv
+
+
+@pytest.mark.parametrize("shape", [(0,), (0, 3), (0, 3, 4), (2, 3, 0), (0, 1)])
+@pytest.mark.parametrize("name", list(EMPTY_NORMS))
+def test_empty_input(device, name, shape):
+    try:
+        want = _empty_norm(torch, EMPTY_NORMS[name], shape, "cpu")
+    except Exception as e:  # noqa: BLE001 - clgrad raises the same type
+        with pytest.raises(type(e)):
+            _empty_norm(clgrad, EMPTY_NORMS[name], shape, device)
+        return
+    got = _empty_norm(clgrad, EMPTY_NORMS[name], shape, device)
+    for what, g, w in zip(("out", "x.grad", "weight.grad", "bias.grad", "running_mean", "running_var"), got, want):
+        if w is None:
+            assert g is None, what
+            continue
+        assert tuple(g.shape) == tuple(w.shape), what
+        # torch's group_norm weight gradient over an empty group is nan (0 * nan); an empty sum is 0 here
+        np.testing.assert_array_equal(g.detach().cpu().numpy(), np.nan_to_num(w.detach().numpy()), err_msg=what)
