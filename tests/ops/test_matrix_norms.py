@@ -56,7 +56,7 @@ def test_torch_norm_str(device, p):
         np.testing.assert_allclose(got.cpu().numpy(), want.numpy(), rtol=1e-5)
     if p == "nuc":  # 'fro' without dim is the vector 2-norm of every element
         with pytest.raises(RuntimeError, match="dim must be a 2-tuple. Got 0 1 2"):
-            clgrad.norm(clgrad.tensor(B, device=device), p)
+            clgrad.norm(clgrad.tensor(B, device=device, dtype=clgrad.float32), p)
 
 
 @pytest.mark.parametrize("ord", ["nuc", 2, -2, 1, math.inf])
