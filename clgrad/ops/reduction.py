@@ -22,7 +22,7 @@ from .math import FUNCS
 from .pointwise import apply
 from .views import contiguous_strides, wrap_dim
 
-__all__ = ["sum", "mean", "prod", "max", "min", "amax", "amin", "argmax", "argmin", "all", "any"]
+__all__ = ["sum", "mean", "prod", "max", "min", "amax", "amin", "argmax", "argmin", "all", "any", "nansum", "nanmean"]
 
 
 
@@ -142,6 +142,21 @@ def _mean(input, dim, keepdim, dtype):
 
 def _empty_like(t, dt):
     return Tensor._empty(t.shape, dt, t.device)
+
+
+def nansum(input, dim=None, keepdim=False, *, dtype=None):
+    """``sum`` treating NaN as zero (integers: plain ``sum``); NaNs get gradient 0."""
+    if input.dtype.kind == "f":
+        input = input.where(~input.isnan(), 0.0)
+    return sum(input, dim, keepdim, dtype=dtype)
+
+
+def nanmean(input, dim=None, keepdim=False, *, dtype=None):
+    """``mean`` of the non-NaN elements (NaN where every element is NaN)."""
+    if (input.dtype if dtype is None else D.as_dtype(dtype)).kind != "f":
+        raise RuntimeError(f"nanmean(): expected input to have floating point or complex dtype but got "
+                           f"{(input.dtype if dtype is None else D.as_dtype(dtype)).scalar_name}")
+    return nansum(input, dim, keepdim, dtype=dtype) / sum(~input.isnan(), dim, keepdim)
 
 
 def prod(input, dim=None, keepdim=False, *, dtype=None):

@@ -37,6 +37,8 @@ OPS = {
     "std": lambda m, x, d, k: m.std(x, d, keepdim=k, correction=0),
     "var_mean": lambda m, x, d, k: tuple(m.var_mean(x, d, keepdim=k, correction=0)),
     "std_mean": lambda m, x, d, k: m.std_mean(x, d, keepdim=k)[1],  # std is nan (dof 0): its gradient unused
+    "nansum": lambda m, x, d, k: m.nansum(x, d, keepdim=k),
+    "nanmean": lambda m, x, d, k: x.nanmean(d, keepdim=k),
     "logsumexp": lambda m, x, d, k: m.logsumexp(x, d, keepdim=k),
     "norm": lambda m, x, d, k: m.norm(x, 2, d, keepdim=k),
     "norm_inf": lambda m, x, d, k: x.norm(float("inf"), d, keepdim=k),
@@ -108,3 +110,24 @@ def test_zero_dim_tuple_dims(device):
     with pytest.raises(RuntimeError, match="appears multiple times"):
         x.sum((0, -1))
     assert x.sum(()).item() == 2.0
+
+
+@pytest.mark.parametrize("dim, keepdim", [(None, False), (1, False), (0, True), ((0, 1), False)])
+def test_nansum_nanmean(device, dim, keepdim):
+    a = np.array([[1.0, np.nan, 2.0], [np.nan, np.nan, np.nan], [0.5, -1.0, 3.0]], np.float32)
+    for name in ("nansum", "nanmean"):
+        want = getattr(torch, name)(torch.tensor(a, requires_grad=True), dim, keepdim)
+        x = clgrad.tensor(a, device=device, requires_grad=True)
+        got = getattr(clgrad, name)(x, dim, keepdim)
+        np.testing.assert_allclose(got.detach().cpu().numpy(), want.detach().numpy(), rtol=1e-6)
+        got.sum().backward()
+        grad = x.grad.cpu().numpy()
+        # torch's gradient is nan at the NaNs of an all-NaN nanmean row (inf * 0); clgrad's is 0 there
+        assert np.isfinite(grad).all() and (grad[np.isnan(a)] == 0).all()
+        ok = ~np.isnan(a)
+        tx = torch.tensor(a, requires_grad=True)
+        getattr(torch, name)(tx, dim, keepdim).sum().backward()
+        np.testing.assert_allclose(grad[ok], tx.grad.numpy()[ok], rtol=1e-6)
+    assert clgrad.nansum(clgrad.tensor([1, 2], device=device)).dtype is clgrad.int64
+    with pytest.raises(RuntimeError, match="expected input to have floating point"):
+        clgrad.nanmean(clgrad.tensor([1, 2], device=device))
