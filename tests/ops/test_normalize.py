@@ -43,11 +43,16 @@ def _compare(fn_torch, fn_clgrad, a, device, dtype):
         np.testing.assert_allclose(cx.grad.cpu().numpy(), tx.grad.numpy(), **tol)
 
 
+@pytest.mark.parametrize("fn", ["norm", "linalg.vector_norm"])
 @pytest.mark.parametrize("dim", [None, 1, 0])
 @pytest.mark.parametrize("p", PS)
-def test_vector_norm(device, p, dim):
+def test_vector_norm(device, p, dim, fn):
     dtype, _ = grad_precision(device)
-    _compare(lambda x: torch.norm(x, p, dim), lambda x: clgrad.norm(x, p, dim), _data(), device, dtype)
+    if fn == "norm":
+        _compare(lambda x: torch.norm(x, p, dim), lambda x: clgrad.norm(x, p, dim), _data(), device, dtype)
+    else:
+        _compare(lambda x: torch.linalg.vector_norm(x, p, dim, keepdim=True),
+                 lambda x: clgrad.linalg.vector_norm(x, p, dim, keepdim=True), _data(), device, dtype)
 
 
 @pytest.mark.parametrize("dim", [1, 0, -1])
