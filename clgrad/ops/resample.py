@@ -111,9 +111,7 @@ def adaptive_avg_pool3d(input, output_size):
         raise RuntimeError("adaptive_avg_pool3d: output_size must be 3")
     size = tuple(n if o is None else int(o) for n, o in zip(input.shape[-3:], size))
     C._check_float("adaptive_avg_pool3d", input)
-    x = input if input.dim() == 5 else input.unsqueeze(0)
-    y = M.separable(x, "area", size, (None,) * 3, False)
-    return y if input.dim() == 5 else y.squeeze(0)
+    return M.separable(input, "area", size, (None,) * 3, False)
 
 
 # ---- unfold / fold (im2col / col2im as ops) -----------------------------------------------------

@@ -4,9 +4,10 @@
 Every one of these modes is separable: output[o1, o2, o3] is a weighted sum of inputs whose weight is the product
 of one weight per axis. So each spatial axis is one [out, in] matrix W, built on the host exactly as PyTorch's cpu
 kernels compute their source indices and weights (same float types, same clamping), and applied as
-``x.transpose(axis, -1) @ W^T``. The products are ordinary differentiable clgrad ops: backward (W^T applied to the
-gradient) and double backward come for free on every device, with no kernel of their own. The bicubic case
-is what the task asked for as "two small matmuls"; a matrix is out x in, so it stays small for image sizes.
+``x.transpose(axis, -1) @ W^T``, with no kernel of its own. Each mode is one linear Function with PyTorch's node
+name (``UpsampleBicubic2DBackward0``...) whose backward is the adjoint product (W applied to the gradient) and
+whose adjoint's backward is the op again, so gradients of any order exist (as for the 2-D kernels in pooling.py).
+A matrix is out x in, so it stays small for image sizes.
 """
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ from functools import lru_cache
 import numpy as np
 
 from ..backends.cpu_conv import interp_table
+from . import pooling as Pool
 from .creation import tensor
 from .linalg import matmul
 
@@ -106,14 +108,40 @@ def axis_matrix(mode: str, size: int, out: int, scale, align_corners: bool, acc:
     return w
 
 
+def _apply(t, mats, adjoint: bool):
+    """``t`` with each (axis, W) of ``mats`` applied along its axis (negative: counted from the end): W, or W^T in
+    reverse order (the adjoint)."""
+    y = t
+    for axis, w in reversed(mats) if adjoint else mats:
+        m = tensor(w if adjoint else w.T, dtype=t.dtype, device=t.device)
+        y = matmul(y.transpose(axis, -1), m).transpose(axis, -1)
+    return y.contiguous() if y is not t else t.clone()
+
+
+def _forward_raw(t, out_shape, mats):
+    return _apply(t, mats, False)
+
+
+def _adjoint_raw(g, in_shape, mats):
+    return _apply(g, mats, True)
+
+
+# one Function per PyTorch node name; each backward is the adjoint product, whose backward is the op again
+NODES = {name: Pool._linear_pair(name, _forward_raw, _adjoint_raw)[0]
+         for name in ("UpsampleNearestExact1D", "UpsampleNearestExact2D", "UpsampleNearestExact3D",
+                      "UpsampleNearest3D", "UpsampleBicubic2D", "UpsampleTrilinear3D", "AdaptiveAvgPool3D")}
+_NODE_OF = {"nearest-exact": "UpsampleNearestExact", "nearest": "UpsampleNearest", "bicubic": "UpsampleBicubic",
+            "trilinear": "UpsampleTrilinear"}
+
+
 def separable(x, mode: str, out_sizes, scales, align_corners: bool):
-    """``x`` [N, C, *spatial] resampled to ``out_sizes`` one spatial axis at a time, each a matrix product."""
+    """``x`` [..., *spatial] resampled to ``out_sizes`` (the trailing spatial dims) one axis at a time, each a
+    matrix product."""
     acc = "float64" if x.dtype.itemsize == 8 else "float32"
-    order = sorted(range(len(out_sizes)), key=lambda k: out_sizes[k] / x.shape[2 + k])  # shrink first: less work
-    y = x
-    for k in order:
-        w = axis_matrix(mode, x.shape[2 + k], out_sizes[k], scales[k], bool(align_corners), acc)
-        if w is not None:
-            wt = tensor(w.T, dtype=x.dtype, device=x.device)
-            y = matmul(y.transpose(2 + k, -1), wt).transpose(2 + k, -1)
-    return y.contiguous() if y is not x else x.clone()
+    n = len(out_sizes)
+    order = sorted(range(n), key=lambda k: out_sizes[k] / x.shape[k - n])  # shrink first: less work
+    mats = tuple((k - n, w) for k in order
+                 if (w := axis_matrix(mode, x.shape[k - n], out_sizes[k], scales[k], bool(align_corners), acc))
+                 is not None)
+    node = "AdaptiveAvgPool3D" if mode == "area" else f"{_NODE_OF[mode]}{n}D"
+    return NODES[node].run(x, tuple(x.shape[:-n]) + tuple(out_sizes), mats)

@@ -114,3 +114,18 @@ def test_antialias_not_implemented():
     """torch accepts antialias=True for 4-D bilinear/bicubic; clgrad says plainly that it has no antialiasing."""
     with pytest.raises(NotImplementedError, match="antialias=True"):
         F.interpolate(clgrad.zeros(1, 1, 8, 8), size=3, mode="bicubic", antialias=True)
+
+
+def test_node_names():
+    x1, x2, x3 = (clgrad.zeros(*s, requires_grad=True) for s in ((1, 1, 3), (1, 1, 3, 4), (1, 1, 2, 3, 4)))
+    for node, fn in (
+        ("UpsampleNearestExact1DBackward0", lambda: F.interpolate(x1, scale_factor=2, mode="nearest-exact")),
+        ("UpsampleNearestExact2DBackward0", lambda: F.interpolate(x2, scale_factor=2, mode="nearest-exact")),
+        ("UpsampleNearestExact3DBackward0", lambda: F.interpolate(x3, scale_factor=2, mode="nearest-exact")),
+        ("UpsampleNearest3DBackward0", lambda: F.interpolate(x3, scale_factor=2)),
+        ("UpsampleBicubic2DBackward0", lambda: F.interpolate(x2, scale_factor=2, mode="bicubic")),
+        ("UpsampleTrilinear3DBackward0", lambda: F.interpolate(x3, scale_factor=2, mode="trilinear")),
+        ("AdaptiveAvgPool3DBackward0", lambda: F.interpolate(x3, size=(1, 2, 2), mode="area")),
+        ("AdaptiveAvgPool3DBackward0", lambda: F.adaptive_avg_pool3d(x3[0], 1)),
+    ):
+        assert fn().grad_fn.name() == node
