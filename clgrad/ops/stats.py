@@ -266,7 +266,8 @@ class _Norm(Function):
 
 
 def norm(input, p="fro", dim=None, keepdim=False, dtype=None):
-    """The vector p-norm over ``dim`` (all elements by default): p = 2 / 'fro', 1, inf, -inf, 0 or any number.
+    """The vector p-norm over ``dim`` (all elements by default): p = 2 / 'fro', 1, inf, -inf, 0 or any number;
+    p='nuc' is the nuclear matrix norm over a 2-D input or a 2-tuple ``dim`` (see ``linalg.matrix_norm``).
 
     >>> clgrad.norm(clgrad.tensor([3.0, 4.0]))  # tensor(5.)
     """
