@@ -425,7 +425,9 @@ class IndexFill(Function):
     @staticmethod
     def backward(ctx, grad):
         (index,) = ctx.saved_tensors
-        gv = index_select(grad, ctx.dim, index).sum() if ctx.needs_input_grad[3] else None
+        gv = None
+        if ctx.needs_input_grad[3]:  # each filled entry once, however often its index repeats
+            gv = (grad * index_fill(I._zeros(grad._shape, grad), ctx.dim, index, 1)).sum()
         return index_fill(grad, ctx.dim, index, 0), None, None, gv
 
 

@@ -101,7 +101,8 @@ def _transpose(self, dim0, dim1, node=None):
         return S.transpose(self, dim0, dim1)
     order = list(range(self.dim()))
     d0, d1 = V.wrap_dim(dim0, self.dim()), V.wrap_dim(dim1, self.dim())
-    order[d0], order[d1] = order[d1], order[d0]
+    if order:  # dims 0 and -1 of a 0-d tensor are valid and swap nothing
+        order[d0], order[d1] = order[d1], order[d0]
     return (node or F.Transpose).apply(self, tuple(order))
 
 

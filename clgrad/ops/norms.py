@@ -169,6 +169,8 @@ def _batch_norm(input, running_mean, running_var, weight, bias, training, moment
             raise RuntimeError(f"{name} should contain {C} elements not {t.numel()}")
         if t is None and not training and name.startswith("running"):
             raise RuntimeError(f"{name} must be defined in evaluation mode")
+    if input.numel() == 0:
+        return _empty_batch_norm(input, weight, bias)
     nd = input.dim()
     affine = (1, C) + (1,) * (nd - 2)
     dims = (0,) + tuple(range(2, nd))
@@ -181,6 +183,17 @@ def _batch_norm(input, running_mean, running_var, weight, bias, training, moment
         mean = running_mean.detach().reshape(affine)
         rstd = (running_var.detach() + eps).rsqrt().reshape(affine)
     return _normalized(NativeBatchNorm, input, weight, bias, spec, mean, rstd)
+
+
+def _empty_batch_norm(input, weight, bias):
+    """torch's answer for an empty batch: a copy of it (still connected to weight and bias, whose gradients are
+    then 0), the running statistics untouched."""
+    out = input.clone()
+    if weight is not None:  # (an empty weight raises torch's IndexError)
+        out = out * weight[0]
+    if bias is not None:
+        out = out + bias[0]
+    return out
 
 
 def _update_running(running_mean, running_var, mean, var, n: int, momentum: float) -> None:
@@ -233,13 +246,12 @@ def group_norm(input, num_groups, weight=None, bias=None, eps=1e-5, cudnn_enable
 
 
 def normalize(input, p=2.0, dim=1, eps=1e-12, out=None):
-    """``input / max(||input||_p, eps)`` along ``dim``: ``F.normalize(x, dim=1)``."""
-    mag = input.abs()
-    if math.isinf(p):
-        norm = mag.amax(dim, keepdim=True).clamp(min=eps)
-    else:  # max(s ** (1/p), eps) == max(s, eps ** p) ** (1/p), and a zero vector gets a zero gradient
-        norm = (mag ** p).sum(dim, keepdim=True).clamp(min=eps ** p) ** (1.0 / p)
-    result = input / norm
+    """``input / max(||input||_p, eps)`` along ``dim``, for every p (0, negative, inf included), as torch
+    computes it: ``x / x.norm(p, dim, keepdim=True).clamp_min(eps)``. A zero vector's norm gets gradient 0.
+
+    >>> F.normalize(clgrad.tensor([[3.0, 4.0]]))  # tensor([[0.6000, 0.8000]])
+    """
+    result = input / input.norm(p, dim, keepdim=True).clamp_min(eps)
     return result if out is None else out.copy_(result)
 
 

@@ -22,7 +22,7 @@ from .math import FUNCS
 from .pointwise import apply
 from .views import contiguous_strides, wrap_dim
 
-__all__ = ["sum", "mean", "prod", "max", "min", "amax", "amin", "argmax", "argmin", "all", "any"]
+__all__ = ["sum", "mean", "prod", "max", "min", "amax", "amin", "argmax", "argmin", "all", "any", "nansum", "nanmean"]
 
 
 
@@ -142,6 +142,21 @@ def _mean(input, dim, keepdim, dtype):
 
 def _empty_like(t, dt):
     return Tensor._empty(t.shape, dt, t.device)
+
+
+def nansum(input, dim=None, keepdim=False, *, dtype=None):
+    """``sum`` treating NaN as zero (integers: plain ``sum``); NaNs get gradient 0."""
+    if input.dtype.kind == "f":
+        input = input.where(~input.isnan(), 0.0)
+    return sum(input, dim, keepdim, dtype=dtype)
+
+
+def nanmean(input, dim=None, keepdim=False, *, dtype=None):
+    """``mean`` of the non-NaN elements (NaN where every element is NaN)."""
+    if (input.dtype if dtype is None else D.as_dtype(dtype)).kind != "f":
+        raise RuntimeError(f"nanmean(): expected input to have floating point or complex dtype but got "
+                           f"{(input.dtype if dtype is None else D.as_dtype(dtype)).scalar_name}")
+    return nansum(input, dim, keepdim, dtype=dtype) / sum(~input.isnan(), dim, keepdim)
 
 
 def prod(input, dim=None, keepdim=False, *, dtype=None):
@@ -264,6 +279,8 @@ def _over_dim(dim) -> bool:
 
 
 def _dims_of(x, dim) -> tuple:
+    if x.dim() == 0:  # dim 0 / -1 of a 0-d tensor is valid in torch and reduces nothing
+        return ()
     if dim is None or dim == ():
         return tuple(range(x.dim()))
     dims = dim if isinstance(dim, (tuple, list)) else (dim,)
@@ -356,7 +373,7 @@ class MaxMinDim(Function):
     @staticmethod
     def forward(ctx, x, name, dim, keepdim):
         values, indices = _max_min_raw(name, x, dim, keepdim)
-        ctx.meta = (x.shape, wrap_dim(dim, x.dim()), keepdim)
+        ctx.meta = (x.shape, wrap_dim(dim, x.dim()), keepdim and x.dim() > 0)
         ctx.save_for_backward(indices)
         ctx.mark_non_differentiable(indices)
         return values, indices
@@ -365,6 +382,8 @@ class MaxMinDim(Function):
     def backward(ctx, grad, _grad_indices=None):
         (indices,) = ctx.saved_tensors
         shape, d, keepdim = ctx.meta
+        if not shape:  # a 0-d input: the one element is the extreme
+            return grad.reshape(()), None, None, None
         if not keepdim:
             grad, indices = grad.unsqueeze(d), indices.unsqueeze(d)
         positions = arange(shape[d], device=grad.device).reshape([-1 if i == d else 1 for i in range(len(shape))])

@@ -1,4 +1,4 @@
-"""Resampling ops: ``interpolate`` (nearest, linear, bilinear, area) and ``unfold``/``fold``, forward and
+"""Resampling ops: ``interpolate`` (every mode but lanczos; antialias=False) and ``unfold``/``fold``, forward and
 backward. Helpers and checks come from ``conv.py`` (imported as ``C``), the adjoint-pair ops from ``pooling.py``."""
 from __future__ import annotations
 
@@ -8,9 +8,10 @@ from .. import dtypes as D
 from ..backends.cpu_conv import Window, interp_table
 from . import conv as C
 from . import pooling as Pool
+from . import resample_matrix as M
 from .guard import tensor_first
 
-FUNCTIONAL = ["interpolate", "unfold", "fold"]
+FUNCTIONAL = ["interpolate", "unfold", "fold", "adaptive_avg_pool3d"]
 
 
 # ---- interpolation --------------------------------------------------------------------------------
@@ -51,8 +52,10 @@ def _interp_sizes(input, size, scale_factor, recompute_scale_factor, dims):
 
 def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corners=None, recompute_scale_factor=None,
                 antialias=False):
-    """Resize [N, C, L] (modes 'nearest', 'linear') or [N, C, H, W] ('nearest', 'bilinear', 'area') by ``size``
-    or ``scale_factor``, as ``torch.nn.functional.interpolate``."""
+    """Resize [N, C, L], [N, C, H, W] or [N, C, D, H, W] by ``size`` or ``scale_factor``, as
+    ``torch.nn.functional.interpolate``: 'nearest', 'nearest-exact', 'area' on any of them, 'linear' (3-D),
+    'bilinear' and 'bicubic' (4-D), 'trilinear' (5-D). 1-D/2-D nearest and (bi)linear run their own kernels; the
+    other modes are separable matrix products (``resample_matrix``). ``antialias=True`` is not implemented."""
     C._check_tensor("interpolate", "input", 1, input)
     if mode in ("nearest", "area", "nearest-exact"):
         if align_corners is not None:
@@ -73,18 +76,21 @@ def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corne
         raise NotImplementedError(f"Input Error: Only 3D, 4D and 5D input Tensors supported (got {input.dim()}D) for "
                                   f"the modes: {_MODES} (got {mode})")
     if mode == "area":
-        return Pool.adaptive_avg_pool2d(input, out) if dims == 2 else Pool.adaptive_avg_pool1d(input, out)
-    if mode not in ("nearest", "linear", "bilinear") or dims == 3 or antialias:
-        raise NotImplementedError(f"interpolate: mode '{mode}' on {input.dim()}D input"
-                                  f"{' with antialias' if antialias else ''} is not implemented in clgrad")
-    C._check_float(f"upsample_{mode}{dims}d", input)
+        pool = {1: Pool.adaptive_avg_pool1d, 2: Pool.adaptive_avg_pool2d, 3: adaptive_avg_pool3d}[dims]
+        return pool(input, out)
+    if antialias:
+        raise NotImplementedError(f"interpolate: antialias=True (mode '{mode}') is not implemented in clgrad; "
+                                  "antialias=False is")
+    C._check_float(f"upsample_{mode.replace('-', '_')}{dims}d", input)
     if any(n <= 0 for n in out) or any(n <= 0 for n in input.shape[2:]):
-        names = ("H", "W")[-dims:]
+        names = ("D", "H", "W")[-dims:]
         given = ", ".join(f"{a}: {n}" for a, n in zip(names, input.shape[2:]))
         got = ", ".join(f"{a}: {n}" for a, n in zip(names, out))
         joint = " and" if dims == 1 else ""  # PyTorch's 1-D and 2-D messages differ by this word
         raise RuntimeError(f"Input and output sizes should be greater than 0, but got input ({given}){joint} output "
                            f"({got})")
+    if mode not in ("nearest", "linear", "bilinear") or dims == 3:  # separable matrix products
+        return M.separable(input, mode, out, scales, bool(align_corners))
     linear = mode != "nearest"
     acc = "float64" if input.dtype is D.float64 else "float32"
     tables = [interp_table(n, o, s, linear, bool(align_corners), acc) for n, o, s in zip(input.shape[2:], out, scales)]
@@ -92,6 +98,20 @@ def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corne
         tables.insert(0, interp_table(1, 1, None, linear, bool(align_corners), acc))
     key = {"nearest": "Nearest", "linear": "Linear", "bilinear": "Bilinear"}[mode] + f"{dims}D"
     return Pool.UPSAMPLE[key].run(input, tuple(input.shape[:2]) + out, *tables)
+
+
+def adaptive_avg_pool3d(input, output_size):
+    """Average pooling of [N, C, D, H, W] (or [C, D, H, W]) to a fixed [od, oh, ow] (an int for all three; None
+    keeps that size): a product of one averaging matrix per axis (see ``resample_matrix``)."""
+    C._check_tensor("adaptive_avg_pool3d", "input", 1, input)
+    if input.dim() not in (4, 5) or any(n == 0 for n in input.shape[-3:]):
+        raise RuntimeError("adaptive_avg_pool3d(): Expected 4D or 5D tensor, but got " + str(list(input.shape)))
+    size = (output_size,) * 3 if isinstance(output_size, int) else tuple(output_size)
+    if len(size) != 3:
+        raise RuntimeError("adaptive_avg_pool3d: output_size must be 3")
+    size = tuple(n if o is None else int(o) for n, o in zip(input.shape[-3:], size))
+    C._check_float("adaptive_avg_pool3d", input)
+    return M.separable(input, "area", size, (None,) * 3, False)
 
 
 # ---- unfold / fold (im2col / col2im as ops) -----------------------------------------------------

@@ -18,7 +18,9 @@ from ..tensor import Tensor
 from . import reduction as R
 from .creation import full
 from .guard import tensor_first, user_stacklevel
+from .linalg import svdvals
 from .reduction import _unreduce
+from .views import wrap_dim
 
 __all__ = ['var', 'std', 'var_mean', 'std_mean', 'logsumexp', 'norm', 'count_nonzero', 'aminmax']
 
@@ -99,20 +101,24 @@ class _Moments(Function):
         out = v.sqrt() if cls.sqrt else v
         ctx.meta = (dims, correction, keepdim)
         ctx.save_for_backward(x, out)
+        ctx.set_materialize_grads(False)  # an unused output adds nothing (not 0 * inf when dof is 0)
         return (out, mu) if cls.with_mean else out
 
     @classmethod
     def backward(cls, ctx, grad, grad_mean=None):
         x, out = ctx.saved_tensors
         dims, correction, keepdim = ctx.meta
-        if cls.sqrt:  # d std = d var / (2 std); torch gives 0 where std is 0
-            grad = (grad / (2 * out)).where(out != 0, 0.0)
         n = _count(x, dims)
-        dof = n - correction
-        scale = 2 / dof if dof > 0 else math.inf  # as torch: no degrees of freedom give inf / nan gradients
-        g = _unreduce(grad, x.shape, dims, keepdim) * (x - R.mean(x, dims, keepdim=True)) * scale
+        g = None
+        if grad is not None:
+            if cls.sqrt:  # d std = d var / (2 std); torch gives 0 where std is 0
+                grad = (grad / (2 * out)).where(out != 0, 0.0)
+            dof = n - correction
+            scale = 2 / dof if dof > 0 else math.inf  # as torch: no degrees of freedom give inf / nan gradients
+            g = _unreduce(grad, x.shape, dims, keepdim) * (x - R.mean(x, dims, keepdim=True)) * scale
         if grad_mean is not None:
-            g = g + _unreduce(grad_mean, x.shape, dims, keepdim) / n
+            gm = _unreduce(grad_mean, x.shape, dims, keepdim) / n
+            g = gm if g is None else g + gm
         return g, None, None, None
 
 
@@ -244,8 +250,8 @@ class _Norm(Function):
         x, out = ctx.saved_tensors
         p, dims, keepdim = ctx.meta
         g, norm = _unreduce(grad, x.shape, dims, keepdim), _unreduce(out, x.shape, dims, keepdim)
-        if p == 0:
-            return x * 0, None, None, None
+        if p == 0:  # torch leaves the gradient undefined (x.grad stays None)
+            return None, None, None, None
         if p == 1:
             return g * x.sign(), None, None, None
         if math.isinf(p):
@@ -260,7 +266,8 @@ class _Norm(Function):
 
 
 def norm(input, p="fro", dim=None, keepdim=False, dtype=None):
-    """The vector p-norm over ``dim`` (all elements by default): p = 2 / 'fro', 1, inf, -inf, 0 or any number.
+    """The vector p-norm over ``dim`` (all elements by default): p = 2 / 'fro', 1, inf, -inf, 0 or any number;
+    p='nuc' is the nuclear matrix norm over a 2-D input or a 2-tuple ``dim`` (see ``linalg.matrix_norm``).
 
     >>> clgrad.norm(clgrad.tensor([3.0, 4.0]))  # tensor(5.)
     """
@@ -269,7 +276,7 @@ def norm(input, p="fro", dim=None, keepdim=False, dtype=None):
             raise RuntimeError(f"linalg.matrix_norm: dim must be a 2-tuple. Got {' '.join(map(str, dim))}")
         p = 2
     elif p == "nuc":
-        raise NotImplementedError("norm(): the nuclear norm (p='nuc') is not implemented in clgrad")
+        return matrix_norm(input, "nuc", tuple(range(input.dim())) if dim is None else dim, keepdim, dtype=dtype)
     elif isinstance(p, str):
         raise RuntimeError(f"linalg.vector_norm: Expected a number for ord, but got '{p}'")
     if dtype is not None:
@@ -281,6 +288,68 @@ def norm(input, p="fro", dim=None, keepdim=False, dtype=None):
     if needs_graph(input):
         return _Norm.apply(input, float(p), dims, keepdim)
     return _vector_norm(input, float(p), dims, keepdim)
+
+
+def vector_norm(x, ord=2, dim=None, keepdim=False, *, dtype=None):  # noqa: A002 - torch's name
+    """``linalg.vector_norm``: the ord-norm of the elements over ``dim`` (all by default), any real ord."""
+    if ord is None or isinstance(ord, str):
+        raise TypeError(f"linalg_vector_norm(): argument 'ord' (position 2) must be Number, not {type(ord).__name__}")
+    return norm(x, ord, dim, keepdim, dtype)
+
+
+def _matrix_dims(A, dim) -> tuple:
+    if A.dim() < 2:
+        raise RuntimeError("linalg.matrix_norm: The input tensor A must have at least 2 dimensions.")
+    dim = tuple(dim) if isinstance(dim, (tuple, list)) else (dim,)
+    if len(dim) != 2:
+        raise RuntimeError(f"linalg.matrix_norm: dim must be a 2-tuple. Got {' '.join(map(str, dim))}")
+    d0, d1 = (wrap_dim(d, A.dim()) for d in dim)
+    if d0 == d1:
+        raise RuntimeError(f"linalg.matrix_norm: dims must be different. Got ({dim[0]}, {dim[1]})")
+    return d0, d1
+
+
+def matrix_norm(A, ord="fro", dim=(-2, -1), keepdim=False, *, dtype=None):  # noqa: A002 - torch's name
+    """``linalg.matrix_norm``: 'fro', 'nuc' (sum of singular values), 2 / -2 (largest / smallest singular value),
+    1 / -1 (max / min column abs-sum), inf / -inf (max / min row abs-sum) of the matrices over ``dim``.
+
+    The singular values come from ``linalg.svdvals``, computed on the host (see there) until issue 17.
+    >>> clgrad.linalg.matrix_norm(clgrad.eye(3), "nuc")  # tensor(3.)
+    """
+    d0, d1 = _matrix_dims(A, dim)
+    if dtype is not None:
+        A = A.to(D.as_dtype(dtype))
+    if A.dtype.kind != "f":
+        raise RuntimeError(
+            f"linalg.matrix_norm: Expected a floating point or complex tensor as input. Got {A.dtype.scalar_name}")
+    if ord == "fro":
+        return norm(A, 2, (d0, d1), keepdim)
+    if ord not in ("nuc", 2, -2, 1, -1, math.inf, -math.inf):
+        raise RuntimeError(f"linalg.matrix_norm: Order {ord} not supported.")
+    if A.numel() == 0 and ord in ("nuc", 2, 1, math.inf):  # torch: 0, as the empty sum
+        return R.sum(A.abs(), (d0, d1), keepdim=keepdim)
+    if ord in ("nuc", 2, -2):
+        rest = [d for d in range(A.dim()) if d not in (d0, d1)]
+        s = svdvals(A.permute(*rest, d0, d1))
+        out = R.sum(s, -1) if ord == "nuc" else (R.amax if ord == 2 else R.amin)(s, -1)
+        return out.unsqueeze(min(d0, d1)).unsqueeze(max(d0, d1)) if keepdim else out
+    summed, other = (d0, d1) if abs(ord) == 1 else (d1, d0)  # 1: column sums; inf: row sums
+    if not keepdim and summed < other:
+        other -= 1
+    return (R.amax if ord > 0 else R.amin)(R.sum(A.abs(), summed, keepdim=keepdim), other, keepdim=keepdim)
+
+
+def linalg_norm(A, ord=None, dim=None, keepdim=False, *, dtype=None):  # noqa: A002 - torch's name
+    """``linalg.norm``: a vector norm over one dim (or all, ord None), a matrix norm over two dims (or of a 2-D
+    input given an ord)."""
+    if dim is not None and not isinstance(dim, (tuple, list)):
+        dim = (dim,)
+    if dim is None and ord is not None and A.dim() not in (1, 2):
+        raise RuntimeError(f"linalg.norm: If dim is not specified but ord is, the input must be 1D or 2D. Got "
+                           f"{A.dim()}D.")
+    if isinstance(ord, str) or dim is not None and len(dim) == 2 or dim is None and ord is not None and A.dim() == 2:
+        return matrix_norm(A, "fro" if ord is None else ord, (-2, -1) if dim is None else dim, keepdim, dtype=dtype)
+    return vector_norm(A, 2 if ord is None else ord, dim, keepdim, dtype=dtype)
 
 
 def count_nonzero(input, dim=None):
