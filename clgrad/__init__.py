@@ -42,6 +42,10 @@ from .tensor import contiguous_format, preserve_format  # noqa: F401
 from .ops.methods import install as _install_methods
 
 _install_methods(Tensor)
+from .ops import special as _special  # noqa: E402
+from .ops.special import polygamma, mvlgamma, _standard_gamma_grad  # noqa: E402,F401
+
+_special.install(Tensor)
 
 
 def _as_function(name: str):
