@@ -47,6 +47,7 @@ from .ops.special import polygamma, mvlgamma, _standard_gamma_grad  # noqa: E402
 
 _special.install(Tensor)
 from .special_random import _sample_dirichlet, _standard_gamma  # noqa: E402,F401
+from . import distributions  # noqa: E402,F401
 
 
 def _as_function(name: str):
