@@ -15,16 +15,16 @@ __all__ = ["Uniform"]
 class Uniform(Distribution):
     """U[low, high): ``Uniform(0.0, 5.0).sample((3,))``."""
 
-    arg_constraints = {"low": constraints.dependent(is_discrete=False, event_dim=0),
-                       "high": constraints.dependent(is_discrete=False, event_dim=0)}
     has_rsample = True
+
+    @property
+    def arg_constraints(self):
+        return {"low": constraints.less_than(self.high), "high": constraints.greater_than(self.low)}
 
     def __init__(self, low, high, validate_args=None):
         self.low, self.high = broadcast_all(low, high)
         batch_shape = Size() if isinstance(low, Number) and isinstance(high, Number) else self.low.size()
         super().__init__(batch_shape, validate_args=validate_args)
-        if self._validate_args and not bool((self.low < self.high).all().item()):
-            raise ValueError("Uniform is not defined when low>= high")
 
     def expand(self, batch_shape, _instance=None):
         new = self._get_checked_instance(Uniform, _instance)
