@@ -51,7 +51,9 @@ __kernel void ${name}(__global ${out_ctype} *out, long out_offset, __global cons
         const ${ftype} ab = a < 1 ? a + 1 : a;
         const ${ftype} d = ab - (${ftype})1 / 3;
         const ${ftype} c = (${ftype})1 / sqrt(9 * d);
-        for (uint r = 0; ; ++r) {
+        /* no break/continue: llvmpipe (rusticl) mis-masks lanes that leave a divergent loop early */
+        int done = 0;
+        for (uint r = 0; !done; ++r) {
             const uint4 w = ${name}_philox4x32_10((uint4)((uint)ctr, (uint)(ctr >> 32), r, ${gamma_tag}u), (uint2)(key_lo, key_hi));
   % if ftype == "double":
             const double u1 = ((double)w.x + 1.0) * 0x1.0p-32;
@@ -62,14 +64,12 @@ __kernel void ${name}(__global ${out_ctype} *out, long out_offset, __global cons
             const float x = sqrt(-2.0f * log(u1)) * cos(6.2831855f * ((float)w.y * 0x1.0p-32f));
             const float u = ((float)w.z + 1.0f) * 0x1.0p-32f;
   % endif
-            ${ftype} t = 1 + c * x;
-            if (t <= 0) continue;
-            t = t * t * t;
-            if (log(u) < x * x / 2 + d - d * t + d * log(t)) {
-                ${ftype} boost = 1;
-                if (a < 1) boost = pow(((${ftype})w.w + 1) * ${"0x1.0p-32" if ftype == "double" else "0x1.0p-32f"}, (${ftype})1 / a);
-                v = fmax(d * t * boost, ${"DBL_MIN" if ftype == "double" else "FLT_MIN"});
-                break;
+            const ${ftype} t = 1 + c * x;
+            const ${ftype} t3 = t * t * t;
+            if (t > 0 && log(u) < x * x / 2 + d - d * t3 + d * log(t3)) {
+                const ${ftype} boost = a < 1 ? pow(((${ftype})w.w + 1) * ${"0x1.0p-32" if ftype == "double" else "0x1.0p-32f"}, (${ftype})1 / a) : (${ftype})1;
+                v = fmax(d * t3 * boost, ${"DBL_MIN" if ftype == "double" else "FLT_MIN"});
+                done = 1;
             }
         }
     }
