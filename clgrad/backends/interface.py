@@ -96,6 +96,11 @@ class Backend(Protocol):
         """Fill ``out`` (any layout) with ``dist`` (uniform/normal/randint/bernoulli, parameters p0, p1): element i
         in row-major order uses Philox4x32-10 counter ``offset + i`` (``philox.sample`` defines the stream)."""
 
+    def random_gamma(self, out, alpha, seed: int, offset: int) -> None:
+        """Fill ``out`` (contiguous float32/float64) with Gamma(alpha, 1) samples for ``alpha`` (contiguous, out's
+        shape and dtype): Marsaglia-Tsang, element i's rejection rounds from Philox counters derived from
+        ``offset + i``, looping until accepted (``cpu_random.gamma`` defines the stream)."""
+
     # ---- index ----------------------------------------------------------------------------------------
     def index_gather(self, out, src, indices, wrap: bool = True, checked: bool = True):
         """``out[i] = src[i + sum_k indices[k][i] * step_k]`` over the index space ``out.shape``; ``indices`` are

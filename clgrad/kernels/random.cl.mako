@@ -8,6 +8,7 @@
     # Precision of the intermediate value: double only for float64 outputs.
     ftype = "double" if out_dtype == "float64" else "float"
     suffix = "" if ftype == "double" else "f"
+    gamma_tag = 0x67616D6D  # the gamma sampler's fourth counter word: cpu_random.GAMMA_TAG
 %>\
 <%namespace name="cl" file="prelude.cl.mako"/>\
 ${cl.header(fp64)}\
@@ -29,6 +30,52 @@ uint4 ${name}_philox4x32_10(uint4 c, uint2 k)
     return c;
 }
 
+% if dist == "gamma":
+/* Gamma(alpha[i], 1) by Marsaglia-Tsang, rejection looping until accepted: round r of element i uses the Philox
+   counter (lo32(c), hi32(c), r, GAMMA_TAG) with c = ctr_base + i (the tag keeps these blocks apart from the
+   (lo, hi, 0, 0) ones of the other distributions). Words x, y give the normal (Box-Muller as `normal`), z the
+   acceptance uniform, w the alpha < 1 boost U^(1/alpha) (Gamma(alpha + 1) * U^(1/alpha) ~ Gamma(alpha)).
+   alpha <= 0 or NaN gives the smallest normal number, +inf gives +inf, as PyTorch's _standard_gamma.
+   backends/cpu_random.gamma mirrors this step for step. */
+__kernel void ${name}(__global ${out_ctype} *out, long out_offset, __global const ${out_ctype} *alpha, long alpha_offset, long n, uint key_lo, uint key_hi, ulong ctr_base)
+{
+    #pragma OPENCL FP_CONTRACT OFF
+    const long i = (long)get_global_id(0);
+    if (i >= n) return;
+    const ulong ctr = ctr_base + (ulong)i;
+    const ${ftype} a = alpha[alpha_offset + i];
+    ${ftype} v = ${"DBL_MIN" if ftype == "double" else "FLT_MIN"};
+    if (isinf(a) && a > 0) {
+        v = a;
+    } else if (a > 0) {
+        const ${ftype} ab = a < 1 ? a + 1 : a;
+        const ${ftype} d = ab - (${ftype})1 / 3;
+        const ${ftype} c = (${ftype})1 / sqrt(9 * d);
+        /* no break/continue: llvmpipe (rusticl) mis-masks lanes that leave a divergent loop early */
+        int done = 0;
+        for (uint r = 0; !done; ++r) {
+            const uint4 w = ${name}_philox4x32_10((uint4)((uint)ctr, (uint)(ctr >> 32), r, ${gamma_tag}u), (uint2)(key_lo, key_hi));
+  % if ftype == "double":
+            const double u1 = ((double)w.x + 1.0) * 0x1.0p-32;
+            const double x = sqrt(-2.0 * log(u1)) * cos(2.0 * M_PI * ((double)w.y * 0x1.0p-32));
+            const double u = ((double)w.z + 1.0) * 0x1.0p-32;
+  % else:
+            const float u1 = ((float)w.x + 1.0f) * 0x1.0p-32f;
+            const float x = sqrt(-2.0f * log(u1)) * cos(6.2831855f * ((float)w.y * 0x1.0p-32f));
+            const float u = ((float)w.z + 1.0f) * 0x1.0p-32f;
+  % endif
+            const ${ftype} t = 1 + c * x;
+            const ${ftype} t3 = t * t * t;
+            if (t > 0 && log(u) < x * x / 2 + d - d * t3 + d * log(t3)) {
+                const ${ftype} boost = a < 1 ? pow(((${ftype})w.w + 1) * ${"0x1.0p-32" if ftype == "double" else "0x1.0p-32f"}, (${ftype})1 / a) : (${ftype})1;
+                v = fmax(d * t3 * boost, ${"DBL_MIN" if ftype == "double" else "FLT_MIN"});
+                done = 1;
+            }
+        }
+    }
+    out[out_offset + i] = v;
+}
+% else:
 __kernel void ${name}(__global ${out_ctype} *out, long out_offset, long n, uint key_lo, uint key_hi, ulong ctr_base, ${param_ctype} p0, ${param_ctype} p1)
 {
     /* Results must be bit-identical to the numpy reference: forbid fusing
@@ -91,3 +138,4 @@ __kernel void ${name}(__global ${out_ctype} *out, long out_offset, long n, uint 
 
     ${cl.module.store(out_ctype, "out", "out_offset + i", "v")};  /* half: storage only, rounded to nearest even */
 }
+% endif

@@ -40,6 +40,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from . import numpy_ref as R
+from . import special as S
 
 NONDIFF = "nondiff"  # the op has no gradient (piecewise-constant, or an internal kernel differentiated elsewhere)
 _NUMBERS = (int, float, bool, np.number, np.bool_)
@@ -439,6 +440,17 @@ OPS: dict[str, EwOp] = {
     "lstm_dg": _internal(3, f"a * {_SIG.format('b')} * ((T)1 - tanh(c) * tanh(c))",
                          lambda a, b, c: a * R.sigmoid(b) * (1 - np.tanh(c) ** 2)),
     "lstm_dcprev": _internal(2, f"a * {_SIG.format('b')}", lambda a, b: a * R.sigmoid(b)),
+    # special functions (registry/special.py writes the series out as C expressions): lgamma's derivatives, and the
+    # implicit reparameterization gradient of a Gamma(alpha, 1) sample (PyTorch's _standard_gamma_grad)
+    "lgamma": EwOp(1, "lgamma(a)", S.np_lgamma, kind="float", grad=lambda g, a, out: (g * a.digamma(),), sample=_POS),
+    "digamma": EwOp(1, S.digamma_c(), S.np_digamma, kind="float", grad=lambda g, a, out: (g * a.polygamma(1),),
+                    sample=_POS, bundle=False),
+    "polygamma": EwOp(2, S.polygamma_c(), S.np_polygamma, kind="float", public="custom", bundle=False,
+                      grad=lambda g, x, n, out: (g * x.polygamma(int(n) + 1), None),
+                      sample=Sample(domain=(0.2, 3.0), params=(1.0,))),
+    "standard_gamma_grad": EwOp(2, S.standard_gamma_grad_c(), S.np_standard_gamma_grad, kind="float", allow="f",
+                                grad=NONDIFF, public="custom", bundle=False,
+                                sample=Sample(domain=((0.5, 12.0), (0.1, 14.0)))),
     # rtol, atol are c, d
     "isclose": EwOp(4, "close_to(a, b, c, d)", R.np_isclose(False), predicate=True, allow="f", public="custom"),
     "isclose_nan": EwOp(4, "close_to(a, b, c, d) || (isnan(a) && isnan(b))", R.np_isclose(True), predicate=True,

@@ -1,6 +1,8 @@
 """OpenCL implementation of the ``random`` primitive (an op family of OpenCLBackend)."""
 from __future__ import annotations
 
+import numpy as np
+
 from .. import philox
 from ..common import is_contiguous
 from . import programs
@@ -11,7 +13,7 @@ _MASK64 = 0xFFFFFFFFFFFFFFFF
 
 
 class CLRandom:
-    PRIMITIVES = ("random",)
+    PRIMITIVES = ("random", "random_gamma")
 
     def __init__(self, backend, launcher: Launcher):
         self.be, self.rt = backend, launcher
@@ -44,3 +46,23 @@ class CLRandom:
         seed &= _MASK64
         kernel(dev.queue, gsize, lsize, out._storage.data, out._offset, n, seed & _MASK32, seed >> 32,
                offset & _MASK64, p0, p1)
+
+    def random_gamma(self, out, alpha, seed: int, offset: int) -> None:
+        """Fill ``out`` (contiguous float32/float64) with Gamma(alpha, 1) samples, ``alpha`` contiguous of out's shape
+        and dtype: one work-item per element, looping over its rejection rounds until accepted
+        (``cpu_random.gamma`` is the reference)."""
+        n = out.numel()
+        if n == 0:
+            return
+        dev = self.rt.dev(out)
+        self.rt.check_dtype(dev, out.dtype)
+        name = out.dtype.name
+        params = {"dist": "gamma", "out_ctype": philox.STORAGE_CTYPE[name], "out_dtype": name,
+                  "param_ctype": "float", "fp64": name == "float64"}
+        kernel = programs.get_kernel(dev, "random", f"gamma_{params['out_ctype']}",
+                                     (None, np.int64, None, np.int64, np.int64, np.uint32, np.uint32, np.uint64),
+                                     params)
+        gsize, lsize = launch_size(dev, n)
+        seed &= _MASK64
+        kernel(dev.queue, gsize, lsize, out._storage.data, out._offset, alpha._storage.data, alpha._offset, n,
+               seed & _MASK32, seed >> 32, offset & _MASK64)
