@@ -38,7 +38,7 @@ from .serialization import CheckpointError, load, save  # noqa: F401
 from .compiler import compile  # noqa: F401,A004
 from .autograd import no_grad, enable_grad, set_grad_enabled, inference_mode, is_grad_enabled  # noqa: F401
 from .autograd.grad_mode import is_inference_mode_enabled  # noqa: F401
-from .tensor import contiguous_format, preserve_format  # noqa: F401
+from .tensor import channels_last, channels_last_3d, contiguous_format, memory_format, preserve_format  # noqa: F401
 from .ops.methods import install as _install_methods
 
 _install_methods(Tensor)

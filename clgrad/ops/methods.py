@@ -1,6 +1,8 @@
 """Tensor methods and operators. Each is a one-line delegation to a function in ``clgrad.ops``."""
 from __future__ import annotations
 
+import numpy as np
+
 from .. import random
 from ..autograd import variable
 from ..autograd.graph import needs_graph
@@ -33,7 +35,7 @@ _DUNDER = {"add": "add", "sub": "sub", "mul": "mul", "div": "truediv", "floor_di
            "remainder": "mod", "pow": "pow", "bitwise_and": "and", "bitwise_or": "or", "bitwise_xor": "xor",
            "lshift": "lshift", "rshift": "rshift", "eq": "eq", "ne": "ne", "lt": "lt", "le": "le", "gt": "gt",
            "ge": "ge"}
-_OPERAND = (int, float, bool)
+_OPERAND = (int, float, bool, np.number, np.bool_)  # numpy scalars too, as PyTorch's operators take them
 
 
 def _is_operand(x) -> bool:
@@ -53,7 +55,8 @@ def _reflected(name):
     fn = getattr(M, name, None) or M.FUNCS[name]
 
     def method(self, other):
-        return fn(other, self) if isinstance(other, _OPERAND) else NotImplemented
+        # ``x.__radd__(y)`` with a tensor ``y`` computes ``y + x``, as PyTorch's reflected operators do
+        return fn(other, self) if _is_operand(other) else NotImplemented
 
     return method
 
