@@ -44,23 +44,10 @@ from .ops.methods import install as _install_methods
 _install_methods(Tensor)
 
 
-def _as_function(name: str):
-    def fn(input, *args, **kwargs):
-        if not isinstance(input, Tensor):
-            raise TypeError(f"{name}(): argument 'input' (position 1) must be Tensor, not {type(input).__name__}")
-        return getattr(input, name)(*args, **kwargs)
-
-    fn.__name__ = name
-    fn.__doc__ = f"``clgrad.{name}(x, ...)`` is ``x.{name}(...)`` (a view; recorded by autograd)."
-    return fn
-
-
-for _name in ("reshape", "permute", "transpose", "squeeze", "unsqueeze", "flatten", "narrow", "select", "t",
-              "as_strided"):
-    globals()[_name] = _as_function(_name)
 globals().update(_FUNCS)
 globals().update(_math.NO_INPLACE_FUNCS)
 globals().update(_math.TORCH_FUNCS)
+from .ops.forms import *  # noqa: F401,F403,E402 - after the generated functions: round(decimals=), pow(exponent=)
 float, double, half, long, int, short = float32, float64, float16, int64, int32, int16  # noqa: A001
 multiply, subtract, divide, true_divide, clip = _FUNCS["mul"], sub, div, div, clamp
 absolute, negative, greater, less, not_equal = (_FUNCS[n] for n in ("abs", "neg", "gt", "lt", "ne"))
@@ -69,12 +56,6 @@ absolute, negative, greater, less, not_equal = (_FUNCS[n] for n in ("abs", "neg"
 def result_type(tensor1, tensor2):
     """The dtype an op on ``tensor1`` and ``tensor2`` produces: ``clgrad.result_type(x, 2.5)``."""
     return _result_type(tensor1, tensor2)
-
-
-def numel(t) -> int:
-    if not isinstance(t, Tensor):
-        raise TypeError(f"numel(): argument 'input' (position 1) must be Tensor, not {type(t).__name__}")
-    return t.numel()
 
 
 def synchronize() -> None:

@@ -16,7 +16,6 @@ from . import pointwise as P
 from . import views as V
 from .functions import Expand
 
-
 _TO_SIGNATURES = (
     " * (clgrad.device device = None, clgrad.dtype dtype = None, bool non_blocking = False, bool copy = False, *, "
     "clgrad.memory_format memory_format = None)\n"

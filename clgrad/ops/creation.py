@@ -302,10 +302,19 @@ def full(size, fill_value, dtype=None, device=None, requires_grad=False, **kwarg
     return _finish(_filled(Tensor._empty(shape, dt, dev), fill_value), requires_grad)
 
 
+def _like_fill(name: str, args: tuple, kwargs: dict):
+    """``full_like``'s ``fill_value``, given by position or by keyword."""
+    given = args + ((kwargs["fill_value"],) if "fill_value" in kwargs else ())
+    if len(given) != 1:
+        raise TypeError(f'{name}() missing 1 required positional arguments: "fill_value"' if not given
+                        else f"{name}() got multiple values for argument 'fill_value'")
+    return given[0]
+
+
 def _like(name, value):
-    def like(input, *args, dtype=None, device=None, requires_grad=False, memory_format=None, **_):  # noqa: A002
+    def like(input, *args, dtype=None, device=None, requires_grad=False, memory_format=None, **kwargs):  # noqa: A002
         """Shape, dtype, device and (dense) memory layout of ``input``, each but the shape overridable."""
-        fill_value = _fill_value(args[0], name) if value == "arg" else value
+        fill_value = _fill_value(_like_fill(name, args, kwargs), name) if value == "arg" else value
         dt = D.as_dtype(dtype) if dtype is not None else input.dtype
         out = input._empty_like(dt, resolve(device) if device is not None else input.device, memory_format)
         if fill_value is not None:
