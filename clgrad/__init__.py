@@ -17,7 +17,6 @@ from .ops.creation import (  # noqa: F401
 )
 from .ops import math as _math
 from .ops.math import FUNCS as _FUNCS, add, sub, div, where, clamp, rsub  # noqa: F401
-from .ops.views import broadcast_shapes  # noqa: F401
 from . import opencl  # noqa: F401
 from ._tensor_str import set_printoptions, get_printoptions, printoptions  # noqa: F401
 from .ops.reduction import *  # noqa: F401,F403

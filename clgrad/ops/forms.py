@@ -6,15 +6,18 @@ records the view node when autograd is on).
 """
 from __future__ import annotations
 
+from collections.abc import Sequence
+from numbers import Integral
+
 from .. import dtypes as D
 from ..autograd.function import Function
 from ..autograd.graph import needs_graph
-from ..tensor import is_tensor, preserve_format
+from ..tensor import Size, is_tensor, preserve_format
 from . import math as M
 
 __all__ = ["reshape", "permute", "transpose", "swapaxes", "swapdims", "squeeze", "unsqueeze", "flatten", "narrow",
            "select", "t", "adjoint", "as_strided", "clone", "numel", "is_floating_point", "is_nonzero", "round",
-           "pow", "can_cast"]
+           "pow", "can_cast", "broadcast_shapes"]
 
 
 def _input(name: str, input) -> None:  # noqa: A002
@@ -138,6 +141,29 @@ def can_cast(from_, to) -> bool:
 def pow(input, exponent, *, out=None):  # noqa: A001,A002
     """``input ** exponent`` elementwise; either may be a number: ``clgrad.pow(x, exponent=2)``."""
     return M.FUNCS["pow"](input, exponent, out=out)
+
+
+def broadcast_shapes(*shapes) -> Size:
+    """The shape tensors of ``shapes`` broadcast to; an int stands for a 1-D shape:
+    ``clgrad.broadcast_shapes(2, (3, 1))`` is ``Size([3, 2])`` (PyTorch's checks and messages)."""
+    shapes = [(s,) if isinstance(s, Integral) else s for s in shapes if s is not None]
+    for s in shapes:
+        if not isinstance(s, Sequence):
+            raise RuntimeError(f"Input shapes should be of type ints, a tuple of ints, or a list of ints, got {s}")
+    common = [1] * max((len(s) for s in shapes), default=0)
+    for arg, shape in enumerate(shapes):
+        for idx in range(-1, -1 - len(shape), -1):
+            n = shape[idx]
+            if n == common[idx]:
+                continue
+            if common[idx] == 1:
+                if n < 0:
+                    raise ValueError("Attempting to broadcast a dimension with negative length!")
+                common[idx] = n
+            elif n != 1:
+                raise RuntimeError(f"Attempting to broadcast a dimension of length {n} at {idx}! Mismatching argument "
+                                   f"at index {arg} had {shape}; but expected shape should be broadcastable to {common}")
+    return Size(int(n) for n in common)
 
 
 # ---- round(decimals=) ------------------------------------------------------------------------------

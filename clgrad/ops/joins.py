@@ -427,7 +427,7 @@ def repeat(input, *sizes):
 def tile(input, dims):
     """``repeat`` with missing leading repeats taken as 1: ``clgrad.tile(x, (2,))``."""
     reps = V.as_size((dims,), "tile")
-    return repeat(input, *((1,) * (input.dim() - len(reps)) + reps))
+    return repeat(input, (1,) * (input.dim() - len(reps)) + reps)  # one tuple: () repeats a 0-D tensor once
 
 
 # ---- Tensor methods --------------------------------------------------------------------------------
@@ -437,7 +437,7 @@ def install(T) -> None:
     """Attach this module's ops to Tensor as methods."""
     for name in ("split", "chunk", "unbind", "tensor_split", "repeat"):
         setattr(T, name, globals()[name])
-    T.tile = lambda self, *dims: tile(self, V.as_size(dims, "tile"))
+    T.tile = lambda self, *dims, **kw: tile(self, kw["dims"] if "dims" in kw and not dims else V.as_size(dims, "tile"))
 
 
 # a list or a number where a tensor belongs raises PyTorch's TypeError (see guard.py)
