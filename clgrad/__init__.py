@@ -47,6 +47,7 @@ globals().update(_FUNCS)
 globals().update(_math.NO_INPLACE_FUNCS)
 globals().update(_math.TORCH_FUNCS)
 from .ops.forms import *  # noqa: F401,F403,E402 - after the generated functions: round(decimals=), pow(exponent=)
+from .ops.legacy import *  # noqa: F401,F403,E402
 float, double, half, long, int, short = float32, float64, float16, int64, int32, int16  # noqa: A001
 multiply, subtract, divide, true_divide, clip = _FUNCS["mul"], sub, div, div, clamp
 absolute, negative, greater, less, not_equal = (_FUNCS[n] for n in ("abs", "neg", "gt", "lt", "ne"))

@@ -354,6 +354,8 @@ class Tensor:
             return f"clgrad.{where}{self.dtype.tensor_type_name}"
         if isinstance(dtype, D.dtype):
             return self.to(dtype)
+        if isinstance(dtype, type) and isinstance(getattr(dtype, "dtype", None), D.dtype):  # clgrad.DoubleTensor
+            return self.to("cpu", dtype.dtype)
         if isinstance(dtype, str):
             dev, name = _parse_type_name(dtype, self.device)
             return self.to(dev, D.as_dtype(name))

@@ -11,7 +11,6 @@ import numpy as np
 from .. import backends
 from .. import dtypes as D
 from ..device import resolve
-from ..storage import Storage
 from ..tensor import Tensor, is_tensor
 from . import pointwise as P
 from .guard import tensor_first
@@ -434,18 +433,6 @@ def eye(n, m=None, *, dtype=None, device=None, requires_grad=False, **_):
 
 
 # ---- Tensor methods (attached by methods.install) ----------------------------------------------
-
-
-def legacy_init(self, *args, dtype=None, device=None) -> None:
-    """The legacy constructor: ``Tensor(2, 3)`` is an uninitialised float tensor, ``Tensor([1, 2])`` copies data."""
-    if args and isinstance(args[0], Storage):
-        return
-    dt = D.as_dtype(dtype) if dtype is not None else D.get_default_dtype()
-    if len(args) == 1 and not isinstance(args[0], (int, np.integer)):
-        src = tensor(args[0], dtype=dt, device=device)
-    else:
-        src = empty(*(args or (0,)), dtype=dt, device=device)
-    self._assign(src._storage, src.dtype, src._shape, src._strides, src._offset)
 
 
 def _new_kw(self, dtype, device, requires_grad) -> dict:

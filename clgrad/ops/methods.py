@@ -17,6 +17,7 @@ from . import (
     gather,
     indexing,
     joins,
+    legacy,
     linalg,
     nnops,
     norms,
@@ -174,7 +175,7 @@ def _expand(self, *sizes, **kwargs):
 
 def install(T) -> None:
     variable.install(T)  # grad_fn, backward, hooks
-    T.__init__ = creation.legacy_init
+    legacy.install(T)  # Tensor(...) and x.new(...)
     T.__reduce_ex__ = creation.reduce_ex
     for fn in (creation.new_empty, creation.new_zeros, creation.new_ones, creation.new_full, creation.new_tensor,
                copy.to, copy.copy_, copy.clone, copy.contiguous, copy.fill_, copy.zero_):
