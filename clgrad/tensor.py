@@ -400,7 +400,22 @@ class Tensor:
     def __iter__(self):
         if not self._shape:
             raise TypeError("iteration over a 0-d tensor")
-        return (self[i] for i in range(self._shape[0]))
+        return iter(self.unbind(0))
+
+    def __contains__(self, element) -> bool:
+        """``v in x``: whether any element equals ``v`` (a number or a tensor that broadcasts), as in PyTorch."""
+        if not isinstance(element, (Tensor, int, float, complex, np.number, np.bool_)):
+            raise RuntimeError(
+                f"Tensor.__contains__ only supports Tensor or scalar, but you passed in a {type(element)}."
+            )
+        return bool((element == self).any().item())
+
+    def __format__(self, format_spec: str) -> str:
+        """A 0-d tensor formats its value (``f"{loss:.3f}"``, and ``f"{loss}"`` prints the number); others take no
+        format spec, as in PyTorch."""
+        if self.dim() == 0 and type(self) is Tensor:
+            return self.item().__format__(format_spec)
+        return object.__format__(self, format_spec)
 
 def is_tensor(x) -> bool:
     """Whether ``x`` is a clgrad tensor (a Parameter included): the one test every layer above uses."""

@@ -261,7 +261,7 @@ def _as_tuple(index) -> tuple:
     if isinstance(index, tuple):
         return index
     if isinstance(index, list) and len(index) < 32 and any(
-            it is None or it is Ellipsis or isinstance(it, (slice, list, tuple, np.ndarray)) or is_tensor(it)
+            it is None or it is Ellipsis or isinstance(it, (slice, list, tuple, range, np.ndarray)) or is_tensor(it)
             for it in index):
         warnings.warn(_SEQUENCE, UserWarning, stacklevel=user_stacklevel())
         return tuple(index)
@@ -274,16 +274,24 @@ def _classify(t, item):
         return "basic", item, 0
     if isinstance(item, slice):
         return "basic", item, 1
-    if isinstance(item, (bool, np.bool_)):
-        return "bool", bool(item), 0
+    if isinstance(item, bool):
+        return "bool", item, 0
     if isinstance(item, Integral):
         return "basic", int(item), 1
+    if isinstance(item, range):  # x[range(n), y]: a range indexes like the list of its values, as in PyTorch
+        item = list(item)
     if not (is_tensor(item) or isinstance(item, (list, tuple, np.ndarray))):
-        raise IndexError(V._INVALID_INDEX.format(type(item).__name__))
+        raise IndexError(V._INVALID_INDEX.format(_type_name(item)))
     item = _as_index(t, item)
     if item.dim() == 0:  # a 0-dim integer tensor is an int; a 0-dim bool one acts like a Python bool
         return ("basic", int(item.item()), 1) if item.dtype is D.int64 else ("bool", bool(item.item()), 0)
     return "tensor", item, item.dim() if item.dtype in (D.bool, D.uint8) else 1
+
+
+def _type_name(item) -> str:
+    """The type as PyTorch's invalid-index error names it (``numpy.bool`` for a numpy bool scalar)."""
+    kind = type(item)
+    return kind.__name__ if kind.__module__ == "builtins" else f"{kind.__module__}.{kind.__name__}"
 
 
 def _parse(t, index):

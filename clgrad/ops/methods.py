@@ -232,6 +232,7 @@ def install(T) -> None:
     T.__pos__ = lambda self: self
     T.__abs__ = lambda self: M.FUNCS["abs"](self)
     T.__invert__ = _invert
+    T.__reversed__ = lambda self: self if self.dim() == 0 else self.flip(0)
 
 
 def _invert(self):
