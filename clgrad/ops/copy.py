@@ -27,8 +27,11 @@ _TO_PARAMS = {"device": ("device", "dtype", "non_blocking", "copy"), "dtype": ("
               "tensor": ("tensor", "non_blocking", "copy")}
 
 
+_PY_TYPES = {float: D.float64, int: D.int64, bool: D.bool}  # x.to(float) is float64, as in PyTorch
+
+
 def _is_dtype(a) -> bool:
-    return isinstance(a, D.dtype) or a in (float, int, bool)
+    return isinstance(a, D.dtype) or a in _PY_TYPES
 
 
 def _to_overload(args, kwargs) -> str:
@@ -53,13 +56,15 @@ def _to_args(self, args, kwargs):
     if len(args) > len(names) or set(kwargs) - set(names[len(args):]):
         raise _to_bad(args, {**kwargs, **({} if fmt is None else {"memory_format": fmt})})
     bound = dict(zip(names, args)) | kwargs
+    if not all(isinstance(bound.get(k, False), bool) for k in ("non_blocking", "copy")):
+        raise _to_bad(args, kwargs)
     dev, dt = self.device, self.dtype
     if "tensor" in bound:
         dev, dt = bound["tensor"].device, bound["tensor"].dtype
     if bound.get("dtype") is not None:
         if not _is_dtype(bound["dtype"]):
             raise _to_bad(args, kwargs)
-        dt = D.as_dtype(bound["dtype"])
+        dt = _PY_TYPES.get(bound["dtype"]) or D.as_dtype(bound["dtype"])
     if bound.get("device") is not None:
         if not isinstance(bound["device"], (str, device, int)) or isinstance(bound["device"], bool):
             raise _to_bad(args, kwargs)
@@ -141,6 +146,8 @@ def _write_from_host(self: Tensor, src: Tensor) -> bool:
 def contiguous(self, memory_format=contiguous_format) -> Tensor:
     """``self`` when it already has ``memory_format``'s layout, else a copy laid out so."""
     if memory_format is preserve_format:
+        if self.is_contiguous():
+            return self
         raise RuntimeError("preserve memory format is unsupported by the contiguous operator")
     memory_format.check_rank(self.dim())
     return self if self.is_contiguous(memory_format) else self.clone(memory_format=memory_format)
