@@ -63,7 +63,7 @@ def test_format_of_other_tensors_as_torch():
         with pytest.raises(TypeError, match="unsupported format string passed to Parameter.__format__"):
             format(lib.nn.Parameter(lib.tensor(2.5)), ".2f")
     assert f"{clgrad.tensor([5])}" == str(clgrad.tensor([5]))
-    assert "{:.2f}".format(clgrad.tensor(2.5, requires_grad=True)) == "2.50"
+    assert f"{clgrad.tensor(2.5, requires_grad=True):.2f}" == "2.50"
 
 
 def test_contains_as_torch():

@@ -150,7 +150,8 @@ def _matrix_transpose(attr: str, batched: bool = True):
         if self.dim() == 0:
             return self
         if self.dim() < 2 or (not batched and self.dim() != 2):
-            raise RuntimeError(f"tensor.{attr} is only supported on {what}. Got {self.dim()}-D tensor.")
+            hint = " For batches of matrices, consider using tensor.mH" if self.dim() > 2 else ""
+            raise RuntimeError(f"tensor.{attr} is only supported on {what}. Got {self.dim()}-D tensor.{hint}")
         return _transpose(self, -2, -1)
 
     return transposed
