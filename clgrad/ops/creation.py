@@ -441,16 +441,16 @@ def _new_kw(self, dtype, device, requires_grad) -> dict:
             "requires_grad": requires_grad}
 
 
-def new_empty(self, *size, dtype=None, device=None, requires_grad=False) -> Tensor:
-    return empty(*size, **_new_kw(self, dtype, device, requires_grad))
+def new_empty(self, *size, dtype=None, device=None, requires_grad=False, **kwargs) -> Tensor:
+    return empty(*size, **kwargs, **_new_kw(self, dtype, device, requires_grad))
 
 
-def new_zeros(self, *size, dtype=None, device=None, requires_grad=False) -> Tensor:
-    return zeros(*size, **_new_kw(self, dtype, device, requires_grad))
+def new_zeros(self, *size, dtype=None, device=None, requires_grad=False, **kwargs) -> Tensor:
+    return zeros(*size, **kwargs, **_new_kw(self, dtype, device, requires_grad))
 
 
-def new_ones(self, *size, dtype=None, device=None, requires_grad=False) -> Tensor:
-    return ones(*size, **_new_kw(self, dtype, device, requires_grad))
+def new_ones(self, *size, dtype=None, device=None, requires_grad=False, **kwargs) -> Tensor:
+    return ones(*size, **kwargs, **_new_kw(self, dtype, device, requires_grad))
 
 
 def new_full(self, size, fill_value, dtype=None, device=None, requires_grad=False) -> Tensor:

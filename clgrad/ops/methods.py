@@ -76,7 +76,7 @@ def _inplace(name):
 
 
 # the keyword PyTorch's argument parser gives the size/dims of the variadic view methods
-_SIZE_KEYWORD = {"view": "size", "reshape": "shape", "expand": "size", "permute": "dims"}
+_SIZE_KEYWORD = {"view": "size", "reshape": "shape", "expand": "size", "permute": "dims", "flip": "dims"}
 
 
 def _positional(fn, signature, args, kwargs) -> tuple:
@@ -167,6 +167,10 @@ def _flatten(self, start_dim=0, end_dim=-1):
 _flatten_view = _tracked(S.flatten, F.View)
 
 
+def _flip(self, *dims, **kwargs):
+    return rearrange.flip(self, V.as_size(_positional(rearrange.flip, None, dims, kwargs), "flip"))
+
+
 def _expand(self, *sizes, **kwargs):
     sizes = _positional(S.expand, None, sizes, kwargs)
     if needs_graph(self):
@@ -192,6 +196,7 @@ def install(T) -> None:
     for name, fn in [("narrow", S.narrow), ("select", S.select), ("as_strided", S.as_strided)]:
         setattr(T, name, _tracked(fn, F.Slice))
     T.__getitem__ = _getitem
+    T.flip = _flip  # x.flip(dims=(0,)) too
     T.permute = _permute
     T.expand = _expand
     T.__setitem__ = S.setitem

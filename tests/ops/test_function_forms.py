@@ -124,6 +124,26 @@ def test_function_form_rejects_non_tensor_input(call):
     assert str(ours.value).split("(")[0] == str(theirs.value).split("(")[0]  # the same function named
 
 
+METHODS = [
+    "x.sum(dim=1, keepdim=True, dtype=L.float64)", "x.std(dim=1, correction=0)", "x.max(dim=1, keepdim=True)",
+    "x.var(dim=1, unbiased=False, keepdim=True)", "x.transpose(dim0=0, dim1=1)", "x.repeat(repeats=(2, 1))",
+    "x.split(split_size=2, dim=1)", "x.chunk(chunks=2, dim=0)", "x.topk(k=2, dim=1, largest=True)", "x.flip(dims=(0,))",
+    "x.roll(shifts=1, dims=0)", "x.to(dtype=L.float64)", "x.new_zeros(size=(2,))", "x.new_full(size=(2,), fill_value=3.0)",
+    "x.where(condition=x > 0, other=0.0)", "x.addcmul(tensor1=x, tensor2=x, value=2)", "x.pow(exponent=2)",
+    "x.clone(memory_format=L.preserve_format)", "x.unflatten(dim=1, sizes=(2, 2))", "x.tile(dims=(2,))",
+    "x.index_fill(dim=1, index=L.tensor([0]), value=3.0)", "x.scatter(dim=1, index=L.tensor([[0], [1], [2]]), src=x)",
+    "x.view(size=(12,))", "x.reshape(shape=(12,))", "x.round(decimals=1)", "x.masked_fill(mask=x > 0, value=1.0)",
+    "x.gather(dim=1, index=L.tensor([[0], [1], [2]]))", "x.norm(p=1, dim=1)", "x.kthvalue(k=1, dim=1)",
+]
+
+
+@pytest.mark.parametrize("expr", METHODS)
+def test_method_keywords_match_torch(expr):
+    torch = pytest.importorskip("torch")
+    expected = _plain(eval(expr, {"L": torch, "x": torch.tensor(B)}))
+    assert _plain(eval(expr, {"L": clgrad, "x": clgrad.tensor(B)})) == expected
+
+
 def test_view_methods_take_keywords():
     x = clgrad.tensor(A)
     assert x.flatten(start_dim=1).shape == (2, 12)
