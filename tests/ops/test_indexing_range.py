@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 import clgrad
-from tests.helpers import assert_close
+from tests.helpers import assert_close, grad_precision, quiet_gradcheck
 
 X = np.arange(24.0, dtype=np.float32).reshape(4, 6)
 
@@ -94,6 +94,11 @@ OPS = {
     "take_along_dim": lambda L, x, i, j: L.take_along_dim(x, L.cat([i, i[:1]]), 1),
     "index_put": lambda L, x, i, j: x.index_put((j,), x.new_ones(3)),
     "getitem": lambda L, x, i, j: x[j],
+    "take": lambda L, x, i, j: L.take(x, i),
+    "put": lambda L, x, i, j: L.put(x, j, x.new_ones(2), accumulate=True),
+    "put_": lambda L, x, i, j: x.t().clone().t().put_(j, x.new_ones(2)),
+    "index_copy": lambda L, x, i, j: L.index_copy(x, 0, j, x.new_ones(2, 3)),
+    "index_copy_": lambda L, x, i, j: x.clone().index_copy_(1, j, x.new_zeros(3, 2)),
 }
 
 
@@ -119,3 +124,18 @@ def test_index_dtypes_match_torch(device, op, dtype):
         assert got == expected
     else:
         assert_close(got, expected.numpy())
+
+
+def test_take_put_index_copy_gradients(device):
+    dt, kw = grad_precision(device)
+    x = clgrad.tensor(X[:3, :3], dtype=getattr(clgrad, dt), device=device, requires_grad=True)
+    src = clgrad.tensor([[1.0, 2.0, 3.0]], dtype=x.dtype, device=device, requires_grad=True)
+    flat = clgrad.tensor([[4, -1], [0, 2]], device=device)
+    rows = clgrad.tensor([2], device=device)
+    for fn in (lambda a, b: clgrad.take(a, flat) * 2, lambda a, b: a.put(flat[0], b[0, :2] * 3, accumulate=True),
+               lambda a, b: clgrad.index_copy(a, 0, rows, b) * a, lambda a, b: a.t().put(flat[1], b[0, 1:])):
+        assert quiet_gradcheck(clgrad.autograd.gradcheck, fn, (x, src), **kw)
+    with pytest.raises(IndexError, match="Expected source and index to have the same number of elements"):
+        x.detach().put_(flat, src.detach())
+    with pytest.raises(IndexError, match="Number of indices \\(1\\) should be equal to source.size\\(dim\\) \\(3\\)"):
+        x.detach().index_copy(1, rows, src.detach())
