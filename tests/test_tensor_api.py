@@ -48,6 +48,27 @@ def test_numpy_scalar_operands_give_tensors(scalar, op):
         assert_close(got, expected.numpy())
 
 
+@pytest.mark.filterwarnings("ignore::DeprecationWarning")  # numpy 2 about torch's __array_wrap__
+@pytest.mark.parametrize("op", ["add", "sub", "mul", "floordiv", "mod", "pow", "and_", "or_", "xor",
+                                "lshift", "rshift", "eq", "lt", "ge"])
+def test_numpy_array_operands_as_torch(op):
+    """``x op array`` converts the array as PyTorch's operators do (its ordering comparisons refuse it);
+    ``array op x`` is left to numpy, which defers to the tensor and fails as with torch."""
+    torch = pytest.importorskip("torch")
+    arr = np.array([1, 2], dtype=np.int64)
+
+    def run(lib):
+        try:
+            r = getattr(operator, op)(lib.tensor([3, 5]), arr)
+            return str(r.dtype).split(".")[1], r.tolist()
+        except TypeError:
+            return TypeError
+
+    assert run(clgrad) == run(torch)
+    with pytest.raises(TypeError):
+        arr * clgrad.tensor([3, 5])
+
+
 @pytest.mark.parametrize("value, spec", [(2.5, "+.2f"), (2.5, ""), (5, "03d"), (7, "x"), (1e-5, ".2e"), (True, "")])
 def test_format_of_zero_dim_tensor_formats_the_value(value, spec):
     torch = pytest.importorskip("torch")

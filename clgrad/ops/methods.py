@@ -48,8 +48,11 @@ def _is_operand(x) -> bool:
 
 def _forward(name):
     fn = getattr(M, name, None) or M.FUNCS[name]
+    arrays = name not in ("lt", "le", "gt", "ge")  # PyTorch's ordering operators refuse numpy arrays
 
     def method(self, other):
+        if arrays and isinstance(other, np.ndarray):  # x + array: the array becomes a (cpu) tensor, as in PyTorch
+            other = creation.as_tensor(other)
         return fn(self, other) if _is_operand(other) else NotImplemented
 
     return method
