@@ -17,7 +17,6 @@ from .ops.creation import (  # noqa: F401
 )
 from .ops import math as _math
 from .ops.math import FUNCS as _FUNCS, add, sub, div, where, clamp, rsub  # noqa: F401
-from .ops.views import broadcast_shapes  # noqa: F401
 from . import opencl  # noqa: F401
 from ._tensor_str import set_printoptions, get_printoptions, printoptions  # noqa: F401
 from .ops.reduction import *  # noqa: F401,F403
@@ -41,11 +40,11 @@ from .serialization import CheckpointError, load, save  # noqa: F401
 from .compiler import compile  # noqa: F401,A004
 from .autograd import no_grad, enable_grad, set_grad_enabled, inference_mode, is_grad_enabled  # noqa: F401
 from .autograd.grad_mode import is_inference_mode_enabled  # noqa: F401
-from .tensor import contiguous_format, preserve_format  # noqa: F401
 from .tensor import layout, sparse_coo, strided  # noqa: F401
 from .ops.sparse import sparse_coo_tensor  # noqa: F401
 from .ops.sparse_mm import spmm  # noqa: F401
 from . import sparse  # noqa: F401
+from .tensor import channels_last, channels_last_3d, contiguous_format, memory_format, preserve_format  # noqa: F401
 from .ops.methods import install as _install_methods
 # device-agnostic API, torch.cuda/torch.backends.* stand-ins, shared-memory multiprocessing (clgrad.accelerator)
 from . import accelerator, cuda, multiprocessing  # noqa: F401,E402
@@ -68,23 +67,11 @@ from .special_random import _sample_dirichlet, _standard_gamma  # noqa: E402,F40
 from . import distributions  # noqa: E402,F401
 
 
-def _as_function(name: str):
-    def fn(input, *args, **kwargs):
-        if not isinstance(input, Tensor):
-            raise TypeError(f"{name}(): argument 'input' (position 1) must be Tensor, not {type(input).__name__}")
-        return getattr(input, name)(*args, **kwargs)
-
-    fn.__name__ = name
-    fn.__doc__ = f"``clgrad.{name}(x, ...)`` is ``x.{name}(...)`` (a view; recorded by autograd)."
-    return fn
-
-
-for _name in ("reshape", "permute", "transpose", "squeeze", "unsqueeze", "flatten", "narrow", "select", "t",
-              "as_strided"):
-    globals()[_name] = _as_function(_name)
 globals().update(_FUNCS)
 globals().update(_math.NO_INPLACE_FUNCS)
 globals().update(_math.TORCH_FUNCS)
+from .ops.forms import *  # noqa: F401,F403,E402 - after the generated functions: round(decimals=), pow(exponent=)
+from .ops.legacy import *  # noqa: F401,F403,E402
 float, double, half, long, int, short = float32, float64, float16, int64, int32, int16  # noqa: A001
 multiply, subtract, divide, true_divide, clip = _FUNCS["mul"], sub, div, div, clamp
 absolute, negative, greater, less, not_equal = (_FUNCS[n] for n in ("abs", "neg", "gt", "lt", "ne"))
@@ -93,12 +80,6 @@ absolute, negative, greater, less, not_equal = (_FUNCS[n] for n in ("abs", "neg"
 def result_type(tensor1, tensor2):
     """The dtype an op on ``tensor1`` and ``tensor2`` produces: ``clgrad.result_type(x, 2.5)``."""
     return _result_type(tensor1, tensor2)
-
-
-def numel(t) -> int:
-    if not isinstance(t, Tensor):
-        raise TypeError(f"numel(): argument 'input' (position 1) must be Tensor, not {type(t).__name__}")
-    return t.numel()
 
 
 def synchronize() -> None:

@@ -21,17 +21,47 @@ from .storage import Storage
 
 
 class memory_format:  # noqa: N801 - torch's name
-    """``clgrad.contiguous_format`` / ``clgrad.preserve_format``, accepted where PyTorch takes them."""
+    """``clgrad.contiguous_format``, ``preserve_format``, ``channels_last`` (NHWC) and ``channels_last_3d``
+    (NDHWC): the layout a new tensor gets where PyTorch takes ``memory_format=``."""
 
-    def __init__(self, name: str):
-        self.name = name
+    def __init__(self, name: str, order: tuple | None = None):
+        self.name, self.order = name, order  # order: the dims from the innermost out (channels-last formats)
 
     def __repr__(self) -> str:
         return f"clgrad.{self.name}"
 
+    def strides(self, shape) -> tuple:
+        """This format's strides for ``shape`` (PyTorch's error for a channels-last format of another rank)."""
+        if self.order is None:
+            return St.contiguous_strides(shape)
+        self.check_rank(len(shape))
+        strides, acc = [0] * len(shape), 1
+        for d in self.order:
+            strides[d] = acc
+            acc *= max(shape[d], 1)
+        return tuple(strides)
+
+    def check_rank(self, ndim: int) -> None:
+        if self.order is not None and ndim != len(self.order):
+            raise RuntimeError(f"required rank {len(self.order)} tensor to use {self.name} format")
+
+    def is_contiguous(self, shape, strides) -> bool:
+        """Whether (shape, strides) is this channels-last format's layout, size-1 dims ignored."""
+        if len(shape) != len(self.order):
+            return False
+        expect = 1
+        for d in self.order:
+            if shape[d] != 1:
+                if strides[d] != expect:
+                    return False
+                expect *= shape[d]
+        return True
+
 
 contiguous_format = memory_format("contiguous_format")
 preserve_format = memory_format("preserve_format")
+channels_last = memory_format("channels_last", (1, 3, 2, 0))
+channels_last_3d = memory_format("channels_last_3d", (1, 4, 3, 2, 0))
 
 
 class layout:  # noqa: N801 - torch's name
@@ -52,6 +82,7 @@ class Tensor:
     """An n-dimensional array on a device. Build one with ``clgrad.tensor``, ``zeros``, ``randn``…"""
 
     __slots__ = ("_storage", "dtype", "_shape", "_strides", "_offset", "__dict__", "__weakref__")
+    __array_priority__ = 1000  # numpy scalars' operators defer to the tensor's (``np.float32(2) * x`` is a tensor)
 
     def __new__(cls, *args, **kwargs):
         return object.__new__(cls)
@@ -75,8 +106,10 @@ class Tensor:
 
     def _empty_like(self, dt: D.dtype | None = None, dev: device | None = None, memory_format=None) -> Tensor:
         """A new tensor shaped like this one, laid out like it when it is dense (``preserve_format``)."""
-        keep = memory_format is None or memory_format is preserve_format
-        strides = St.dense_strides_like(self._shape, self._strides) if keep else None
+        if memory_format is None or memory_format is preserve_format:
+            strides = St.dense_strides_like(self._shape, self._strides)
+        else:
+            strides = memory_format.strides(self._shape)
         return Tensor._empty(self._shape, dt or self.dtype, dev or self.device, strides)
 
     def _view(self, shape, strides, offset=None) -> Tensor:
@@ -290,6 +323,8 @@ class Tensor:
     def is_contiguous(self, memory_format=None) -> bool:
         if self.numel() == 0:
             return True
+        if memory_format is not None and memory_format.order is not None:
+            return memory_format.is_contiguous(self._shape, self._strides)
         expect = 1
         for n, s in zip(reversed(self._shape), reversed(self._strides)):
             if n != 1 and s != expect:
@@ -369,37 +404,40 @@ class Tensor:
             return f"clgrad.{where}{self.dtype.tensor_type_name}"
         if isinstance(dtype, D.dtype):
             return self.to(dtype)
+        if isinstance(dtype, type) and isinstance(getattr(dtype, "dtype", None), D.dtype):  # clgrad.DoubleTensor
+            return self.to("cpu", dtype.dtype)
         if isinstance(dtype, str):
             dev, name = _parse_type_name(dtype, self.device)
             return self.to(dev, D.as_dtype(name))
         raise ValueError(f"invalid type: '{getattr(dtype, '__name__', dtype)}'")
 
-    def float(self) -> Tensor:
-        return self.to(D.float32)
+    # the dtype conversions: ``x.float(memory_format=clgrad.contiguous_format)`` is ``x.to(float32, memory_format=...)``
+    def float(self, *, memory_format=preserve_format) -> Tensor:
+        return self.to(D.float32, memory_format=memory_format)
 
-    def double(self) -> Tensor:
-        return self.to(D.float64)
+    def double(self, *, memory_format=preserve_format) -> Tensor:
+        return self.to(D.float64, memory_format=memory_format)
 
-    def half(self) -> Tensor:
-        return self.to(D.float16)
+    def half(self, *, memory_format=preserve_format) -> Tensor:
+        return self.to(D.float16, memory_format=memory_format)
 
-    def long(self) -> Tensor:
-        return self.to(D.int64)
+    def long(self, *, memory_format=preserve_format) -> Tensor:
+        return self.to(D.int64, memory_format=memory_format)
 
-    def int(self) -> Tensor:
-        return self.to(D.int32)
+    def int(self, *, memory_format=preserve_format) -> Tensor:
+        return self.to(D.int32, memory_format=memory_format)
 
-    def short(self) -> Tensor:
-        return self.to(D.int16)
+    def short(self, *, memory_format=preserve_format) -> Tensor:
+        return self.to(D.int16, memory_format=memory_format)
 
-    def char(self) -> Tensor:
-        return self.to(D.int8)
+    def char(self, *, memory_format=preserve_format) -> Tensor:
+        return self.to(D.int8, memory_format=memory_format)
 
-    def byte(self) -> Tensor:
-        return self.to(D.uint8)
+    def byte(self, *, memory_format=preserve_format) -> Tensor:
+        return self.to(D.uint8, memory_format=memory_format)
 
-    def bool(self) -> Tensor:
-        return self.to(D.bool)
+    def bool(self, *, memory_format=preserve_format) -> Tensor:
+        return self.to(D.bool, memory_format=memory_format)
 
     def __repr__(self) -> str:
         return tensor_repr(self)
@@ -412,7 +450,22 @@ class Tensor:
     def __iter__(self):
         if not self._shape:
             raise TypeError("iteration over a 0-d tensor")
-        return (self[i] for i in range(self._shape[0]))
+        return iter(self.unbind(0))
+
+    def __contains__(self, element) -> bool:
+        """``v in x``: whether any element equals ``v`` (a number or a tensor that broadcasts), as in PyTorch."""
+        if not isinstance(element, (Tensor, int, float, complex, np.number, np.bool_)):
+            raise RuntimeError(
+                f"Tensor.__contains__ only supports Tensor or scalar, but you passed in a {type(element)}."
+            )
+        return bool((element == self).any().item())
+
+    def __format__(self, format_spec: str) -> str:
+        """A 0-d tensor formats its value (``f"{loss:.3f}"``, and ``f"{loss}"`` prints the number); others take no
+        format spec, as in PyTorch."""
+        if self.dim() == 0 and type(self) is Tensor:
+            return self.item().__format__(format_spec)
+        return object.__format__(self, format_spec)
 
 def is_tensor(x) -> bool:
     """Whether ``x`` is a clgrad tensor (a Parameter included): the one test every layer above uses."""

@@ -11,36 +11,99 @@ from .. import dtypes as D
 from ..autograd.function import Function
 from ..autograd.graph import inplace, needs_graph
 from ..device import device, resolve
-from ..tensor import Tensor, contiguous_format, preserve_format
+from ..tensor import Tensor, channels_last, channels_last_3d, contiguous_format, preserve_format
 from . import pointwise as P
 from . import views as V
 from .functions import Expand
 
+_TO_SIGNATURES = (
+    " * (clgrad.device device = None, clgrad.dtype dtype = None, bool non_blocking = False, bool copy = False, *, "
+    "clgrad.memory_format memory_format = None)\n"
+    " * (clgrad.dtype dtype, bool non_blocking = False, bool copy = False, *, clgrad.memory_format memory_format = None)\n"
+    " * (Tensor tensor, bool non_blocking = False, bool copy = False, *, clgrad.memory_format memory_format = None)\n"
+)
+# PyTorch's three overloads of ``to``, by the kind of the first argument
+_TO_PARAMS = {"device": ("device", "dtype", "non_blocking", "copy"), "dtype": ("dtype", "non_blocking", "copy"),
+              "tensor": ("tensor", "non_blocking", "copy")}
+
+
+_PY_TYPES = {float: D.float64, int: D.int64, bool: D.bool}  # x.to(float) is float64, as in PyTorch
+
+
+def _is_dtype(a) -> bool:
+    return isinstance(a, D.dtype) or a in _PY_TYPES
+
+
+def _to_overload(args, kwargs) -> str:
+    first = args[0] if args else None
+    if isinstance(first, Tensor) or (not args and "tensor" in kwargs):
+        return "tensor"
+    return "dtype" if _is_dtype(first) else "device"
+
+
+def _to_bad(args, kwargs) -> TypeError:
+    got = ", ".join([type(a).__name__ for a in args] + [f"{k}={type(v).__name__}" for k, v in kwargs.items()])
+    return TypeError(f"to() received an invalid combination of arguments - got ({got}, ), but expected one of:\n"
+                     + _TO_SIGNATURES)
+
+
+def _to_args(self, args, kwargs):
+    """(device, dtype, copy, memory_format) from any of ``to``'s overloads, with PyTorch's TypeError otherwise."""
+    if len(args) > 4:
+        raise TypeError(f"to() takes from 0 to 4 positional arguments but {len(args)} were given")
+    fmt = kwargs.pop("memory_format", None)
+    names = _TO_PARAMS[_to_overload(args, kwargs)]
+    if len(args) > len(names) or set(kwargs) - set(names[len(args):]):
+        raise _to_bad(args, {**kwargs, **({} if fmt is None else {"memory_format": fmt})})
+    bound = dict(zip(names, args)) | kwargs
+    if not all(isinstance(bound.get(k, False), bool) for k in ("non_blocking", "copy")):
+        raise _to_bad(args, kwargs)
+    dev, dt = self.device, self.dtype
+    if "tensor" in bound:
+        dev, dt = bound["tensor"].device, bound["tensor"].dtype
+    if bound.get("dtype") is not None:
+        if not _is_dtype(bound["dtype"]):
+            raise _to_bad(args, kwargs)
+        dt = _PY_TYPES.get(bound["dtype"]) or D.as_dtype(bound["dtype"])
+    if bound.get("device") is not None:
+        if not isinstance(bound["device"], (str, device, int)) or isinstance(bound["device"], bool):
+            raise _to_bad(args, kwargs)
+        dev = resolve(bound["device"])
+    return dev, dt, bool(bound.get("copy", False)), fmt
+
 
 def to(self, *args, **kwargs) -> Tensor:
-    """``to(device)``, ``to(dtype)``, ``to(device, dtype)``, ``to(other)``: a converted copy, or
-    ``self`` when nothing changes (unless ``copy=True``). The copy keeps a dense input's layout."""
-    copy = kwargs.pop("copy", False)
-    fmt = kwargs.pop("memory_format", None)
-    kwargs.pop("non_blocking", None)
-    dev, dt = self.device, self.dtype
-    for key, a in [(None, a) for a in args] + list(kwargs.items()):
-        if key not in (None, "device", "dtype", "other", "tensor"):
-            raise TypeError(f"to() got an unexpected keyword argument '{key}'")
-        if isinstance(a, Tensor):
-            dev, dt = a.device, a.dtype
-        elif isinstance(a, D.dtype) or a in (float, int, bool):
-            dt = D.as_dtype(a)
-        elif isinstance(a, (str, device, int)):
-            dev = resolve(a)
-        elif a is not None:
-            got = ", ".join(type(x).__name__ for x in args)
-            raise TypeError(f"to() received an invalid combination of arguments - got ({got})")
-    if dev == self.device and dt is self.dtype and not copy and fmt in (None, preserve_format):
+    """PyTorch's overloads: ``to(device=None, dtype=None, non_blocking=False, copy=False, *, memory_format=None)``,
+    ``to(dtype, non_blocking=False, copy=False)`` and ``to(tensor, non_blocking=False, copy=False)``: a converted
+    copy, or ``self`` when nothing changes (unless ``copy=True``). The copy keeps a dense input's layout."""
+    dev, dt, copy, fmt = _to_args(self, args, kwargs)
+    if fmt is not None:
+        fmt.check_rank(self.dim())
+    if dev == self.device and dt is self.dtype and not copy and fmt in (None, preserve_format, suggest_format(self)):
         return self
     if needs_graph(self):
-        return ToCopy.apply(self, dev, dt)
+        return ToCopy.apply(self, dev, dt, fmt)
     return _copy(self._empty_like(dt, dev, fmt), self)
+
+
+def _like_channels_last(shape, strides, order) -> bool:
+    """PyTorch's ``is_channels_last_strides_2d/3d``: strides that grow along ``order`` (C innermost)."""
+    low = 0
+    if strides[1] == 0:
+        return False
+    for d in order:
+        if shape[d] == 0 or strides[d] < low or (d == 0 and low == strides[1]):
+            return False
+        low = strides[d] * (shape[d] if shape[d] > 1 else 1)
+    return True
+
+
+def suggest_format(t):
+    """The memory format a tensor's strides suggest (PyTorch's ``suggest_memory_format``)."""
+    for fmt in (channels_last, channels_last_3d):
+        if t.dim() == len(fmt.order) and _like_channels_last(t._shape, t._strides, fmt.order):
+            return fmt
+    return contiguous_format
 
 
 def copy_(self, src, non_blocking: bool = False) -> Tensor:
@@ -80,8 +143,14 @@ def _write_from_host(self: Tensor, src: Tensor) -> bool:
     return True
 
 
-def contiguous(self, memory_format=None) -> Tensor:
-    return self if self.is_contiguous() else self.clone(memory_format=contiguous_format)
+def contiguous(self, memory_format=contiguous_format) -> Tensor:
+    """``self`` when it already has ``memory_format``'s layout, else a copy laid out so."""
+    if memory_format is preserve_format:
+        if self.is_contiguous():
+            return self
+        raise RuntimeError("preserve memory format is unsupported by the contiguous operator")
+    memory_format.check_rank(self.dim())
+    return self if self.is_contiguous(memory_format) else self.clone(memory_format=memory_format)
 
 
 def clone(self, memory_format=None) -> Tensor:
@@ -136,10 +205,10 @@ class ToCopy(Function):
     node_name = "ToCopyBackward0"
 
     @staticmethod
-    def forward(ctx, x, device, dtype):
+    def forward(ctx, x, device, dtype, memory_format=None):
         ctx.src = (x.device, x.dtype)
-        return _copy(x._empty_like(dtype, device), x)
+        return _copy(x._empty_like(dtype, device, memory_format), x)
 
     @staticmethod
     def backward(ctx, grad):
-        return grad.to(*ctx.src), None, None
+        return grad.to(*ctx.src), None, None, None

@@ -11,7 +11,6 @@ import numpy as np
 from .. import backends
 from .. import dtypes as D
 from ..device import resolve
-from ..storage import Storage
 from ..tensor import Tensor, is_tensor
 from . import pointwise as P
 from .guard import tensor_first
@@ -307,10 +306,19 @@ def full(size, fill_value, dtype=None, device=None, requires_grad=False, **kwarg
     return _finish(_filled(Tensor._empty(shape, dt, dev), fill_value), requires_grad)
 
 
+def _like_fill(name: str, args: tuple, kwargs: dict):
+    """``full_like``'s ``fill_value``, given by position or by keyword."""
+    given = args + ((kwargs["fill_value"],) if "fill_value" in kwargs else ())
+    if len(given) != 1:
+        raise TypeError(f'{name}() missing 1 required positional arguments: "fill_value"' if not given
+                        else f"{name}() got multiple values for argument 'fill_value'")
+    return given[0]
+
+
 def _like(name, value):
-    def like(input, *args, dtype=None, device=None, requires_grad=False, memory_format=None, **_):  # noqa: A002
+    def like(input, *args, dtype=None, device=None, requires_grad=False, memory_format=None, **kwargs):  # noqa: A002
         """Shape, dtype, device and (dense) memory layout of ``input``, each but the shape overridable."""
-        fill_value = _fill_value(args[0], name) if value == "arg" else value
+        fill_value = _fill_value(_like_fill(name, args, kwargs), name) if value == "arg" else value
         dt = D.as_dtype(dtype) if dtype is not None else input.dtype
         out = input._empty_like(dt, resolve(device) if device is not None else input.device, memory_format)
         if fill_value is not None:
@@ -432,34 +440,22 @@ def eye(n, m=None, *, dtype=None, device=None, requires_grad=False, **_):
 # ---- Tensor methods (attached by methods.install) ----------------------------------------------
 
 
-def legacy_init(self, *args, dtype=None, device=None) -> None:
-    """The legacy constructor: ``Tensor(2, 3)`` is an uninitialised float tensor, ``Tensor([1, 2])`` copies data."""
-    if args and isinstance(args[0], Storage):
-        return
-    dt = D.as_dtype(dtype) if dtype is not None else D.get_default_dtype()
-    if len(args) == 1 and not isinstance(args[0], (int, np.integer)):
-        src = tensor(args[0], dtype=dt, device=device)
-    else:
-        src = empty(*(args or (0,)), dtype=dt, device=device)
-    self._assign(src._storage, src.dtype, src._shape, src._strides, src._offset)
-
-
 def _new_kw(self, dtype, device, requires_grad) -> dict:
     """``new_*``: the same dtype and device unless told otherwise."""
     return {"dtype": self.dtype if dtype is None else dtype, "device": self.device if device is None else device,
             "requires_grad": requires_grad}
 
 
-def new_empty(self, *size, dtype=None, device=None, requires_grad=False) -> Tensor:
-    return empty(*size, **_new_kw(self, dtype, device, requires_grad))
+def new_empty(self, *size, dtype=None, device=None, requires_grad=False, **kwargs) -> Tensor:
+    return empty(*size, **kwargs, **_new_kw(self, dtype, device, requires_grad))
 
 
-def new_zeros(self, *size, dtype=None, device=None, requires_grad=False) -> Tensor:
-    return zeros(*size, **_new_kw(self, dtype, device, requires_grad))
+def new_zeros(self, *size, dtype=None, device=None, requires_grad=False, **kwargs) -> Tensor:
+    return zeros(*size, **kwargs, **_new_kw(self, dtype, device, requires_grad))
 
 
-def new_ones(self, *size, dtype=None, device=None, requires_grad=False) -> Tensor:
-    return ones(*size, **_new_kw(self, dtype, device, requires_grad))
+def new_ones(self, *size, dtype=None, device=None, requires_grad=False, **kwargs) -> Tensor:
+    return ones(*size, **kwargs, **_new_kw(self, dtype, device, requires_grad))
 
 
 def new_full(self, size, fill_value, dtype=None, device=None, requires_grad=False) -> Tensor:

@@ -74,7 +74,7 @@ def gather(input, dim, index, *, sparse_grad=False):  # noqa: A002
 
 
 def _scatter_checks(name, x, d, index, src) -> None:
-    _index_arg(name, index, long_only=True)
+    _index_arg("scatter", index, long_only=False)  # PyTorch names scatter() for the whole family here
     if is_tensor(src) and src.dtype is not x.dtype:
         raise RuntimeError(f"{name}(): Expected self.dtype to be equal to src.dtype")
     for what, t in (("self", x), ("src", src)):
@@ -109,7 +109,7 @@ def _scatter(name, x, dim, index, src, reduce, in_place: bool):
     _scatter_checks(name, x, d, index, src)
     if index.numel() == 0:
         return x if in_place else x.clone()
-    index = index.to(x.device)
+    index = index.to(x.device, D.int64)  # an int32 index is accepted, as in PyTorch
     if is_tensor(src):
         P.common_device([x, index, src])
     fn = ScatterAdd if name == "scatter_add" else Scatter if is_tensor(src) else ScatterValue
@@ -182,6 +182,8 @@ def _vector_index(name: str, index) -> None:
     if index.dim() > 1:
         raise IndexError(f"{name}(): Index is supposed to be a vector")
     if index.dtype not in (D.int64, D.int32):
+        if name == "index_add_":
+            raise RuntimeError(f"{name}(): Expected dtype int32/int64 for index but got: {index.dtype.scalar_name}")
         raise RuntimeError(f"{name}(): Expected dtype int32 or int64 for index")
 
 
@@ -267,6 +269,8 @@ def _index_fill_raw(x, dim: int, index, value) -> None:
 
 
 def _index_fill(x, dim, index, value, in_place: bool):
+    if is_tensor(index) and index.dtype is not D.int64:  # unlike index_add/index_select, int64 only (PyTorch's)
+        raise IndexError("index_fill_(): Expected dtype int64 for index.")
     _vector_index("index_fill_", index)
     if is_tensor(value) and value.dim():
         raise IndexError(f"index_fill_ only supports a 0-dimensional value tensor, but got tensor with {value.dim()} "

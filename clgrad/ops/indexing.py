@@ -26,7 +26,7 @@ from . import views as V
 from .creation import check_fill_value, tensor, zeros
 from .guard import tensor_first, user_stacklevel
 
-__all__ = ["index_put", "index_put_", "masked_fill", "masked_select"]
+__all__ = ["index_put", "index_put_", "masked_fill", "masked_select", "take", "put", "index_copy"]
 
 _INDEX_TYPES = "tensors used as indices must be long, int, byte or bool tensors"
 _UINT8_MASK = "indexing with dtype clgrad.uint8 is now deprecated, please use a dtype clgrad.bool instead."
@@ -261,7 +261,7 @@ def _as_tuple(index) -> tuple:
     if isinstance(index, tuple):
         return index
     if isinstance(index, list) and len(index) < 32 and any(
-            it is None or it is Ellipsis or isinstance(it, (slice, list, tuple, np.ndarray)) or is_tensor(it)
+            it is None or it is Ellipsis or isinstance(it, (slice, list, tuple, range, np.ndarray)) or is_tensor(it)
             for it in index):
         warnings.warn(_SEQUENCE, UserWarning, stacklevel=user_stacklevel())
         return tuple(index)
@@ -274,16 +274,24 @@ def _classify(t, item):
         return "basic", item, 0
     if isinstance(item, slice):
         return "basic", item, 1
-    if isinstance(item, (bool, np.bool_)):
-        return "bool", bool(item), 0
+    if isinstance(item, bool):
+        return "bool", item, 0
     if isinstance(item, Integral):
         return "basic", int(item), 1
+    if isinstance(item, range):  # x[range(n), y]: a range indexes like the list of its values, as in PyTorch
+        item = list(item)
     if not (is_tensor(item) or isinstance(item, (list, tuple, np.ndarray))):
-        raise IndexError(V._INVALID_INDEX.format(type(item).__name__))
+        raise IndexError(V._INVALID_INDEX.format(_type_name(item)))
     item = _as_index(t, item)
     if item.dim() == 0:  # a 0-dim integer tensor is an int; a 0-dim bool one acts like a Python bool
         return ("basic", int(item.item()), 1) if item.dtype is D.int64 else ("bool", bool(item.item()), 0)
     return "tensor", item, item.dim() if item.dtype in (D.bool, D.uint8) else 1
+
+
+def _type_name(item) -> str:
+    """The type as PyTorch's invalid-index error names it (``numpy.bool`` for a numpy bool scalar)."""
+    kind = type(item)
+    return kind.__name__ if kind.__module__ == "builtins" else f"{kind.__module__}.{kind.__name__}"
 
 
 def _parse(t, index):
@@ -507,9 +515,69 @@ class MaskedSelect(Function):
         return (g if shape else g.reshape(())), None
 
 
+# ---- flat and along-a-dim writes composed of advanced indexing (autograd comes with the composition) ---------
+
+
+def _long_index(name: str, index) -> None:
+    if not is_tensor(index):
+        raise TypeError(f"{name}(): argument 'index' must be Tensor, not {type(index).__name__}")
+    if index.dtype is not D.int64:
+        raise RuntimeError(f"{name}(): Expected a long tensor for index, but got {index.dtype.scalar_name}")
+
+
+def take(input, index):  # noqa: A002
+    """``input`` read as 1-D at ``index`` (any shape; negative entries count from the end)."""
+    _long_index("take", index)
+    return input.reshape(-1)[index]
+
+
+def put_(input, index, source, accumulate=False):  # noqa: A002
+    """Write ``source`` into ``input`` read as 1-D (row-major, whatever the strides) at ``index``."""
+    _long_index("put_", index)
+    if source.numel() != index.numel():
+        raise IndexError("put_(): Expected source and index to have the same number of elements, but got "
+                         f"source.numel() = {source.numel()}, index.numel() = {index.numel()}")
+    flat = input.reshape(-1)
+    flat.index_put_((index.reshape(-1),), source.reshape(-1), accumulate)
+    if flat._storage is not input._storage:  # reshape had to copy: write the result back
+        input.copy_(flat.view(input.shape))
+    return input
+
+
+def put(input, index, source, accumulate=False):  # noqa: A002
+    return put_(input.clone(), index, source, accumulate)
+
+
+def _index_copy(x, dim, index, source, in_place: bool):
+    _long_index("index_copy_", index)
+    if index.dim() > 1:
+        raise IndexError(f"index_copy_(): Index should have dimension 1 or 0 (got {index.dim()})")
+    d = V.wrap_dim(dim, x.dim())
+    count = source._shape[d] if source.dim() else 1
+    if index.numel() != count:
+        raise IndexError(f"index_copy_(): Number of indices ({index.numel()}) should be equal to source.size(dim) "
+                         f"({count})")
+    out = x if in_place else x.clone()
+    if x.dim() == 0:
+        out.copy_(source.reshape(()))
+        return out
+    out[(slice(None),) * d + (index.reshape(-1),)] = source
+    return out
+
+
+def index_copy(input, dim, index, source):  # noqa: A002
+    """A copy of ``input`` with the slices of ``source`` written at ``index`` along ``dim``."""
+    return _index_copy(input, dim, index, source, in_place=False)
+
+
+def index_copy_(input, dim, index, source):  # noqa: A002
+    return _index_copy(input, dim, index, source, in_place=True)
+
+
 def install(T) -> None:
     """Attach this module's ops to Tensor as methods."""
-    for fn in (index_put, index_put_, masked_fill, masked_fill_, masked_select):
+    for fn in (index_put, index_put_, masked_fill, masked_fill_, masked_select, take, put, put_, index_copy,
+               index_copy_):
         setattr(T, fn.__name__, fn)
 
 

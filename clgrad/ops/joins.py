@@ -412,8 +412,12 @@ class Repeat(Function):
         return g.reshape(ctx.shape), None
 
 
-def repeat(input, *sizes):
+def repeat(input, *sizes, **kwargs):
     """Tensor.repeat: tile the data ``sizes`` times along each dim (copies): ``x.repeat(2, 1)``."""
+    if "repeats" in kwargs and not sizes:  # x.repeat(repeats=(2, 1)), PyTorch's keyword
+        sizes = (kwargs.pop("repeats"),)
+    if kwargs:
+        raise TypeError(f"repeat() got an unexpected keyword argument '{next(iter(kwargs))}'")
     if not sizes:
         raise TypeError('repeat() missing 1 required positional arguments: "repeats"')
     reps = V.as_size(sizes, "repeat")
@@ -427,17 +431,29 @@ def repeat(input, *sizes):
 def tile(input, dims):
     """``repeat`` with missing leading repeats taken as 1: ``clgrad.tile(x, (2,))``."""
     reps = V.as_size((dims,), "tile")
-    return repeat(input, *((1,) * (input.dim() - len(reps)) + reps))
+    return repeat(input, (1,) * (input.dim() - len(reps)) + reps)  # one tuple: () repeats a 0-D tensor once
 
 
 # ---- Tensor methods --------------------------------------------------------------------------------
 
 
+def _split_method(self, split_size=None, dim=0, **kwargs):
+    """``Tensor.split(split_size, dim=0)``: the method names its size argument ``split_size`` (the function,
+    ``split_size_or_sections``); either keyword is taken."""
+    if "split_size_or_sections" in kwargs and split_size is None:
+        split_size = kwargs.pop("split_size_or_sections")
+    if kwargs or split_size is None:
+        raise TypeError(f"split() got an unexpected keyword argument '{next(iter(kwargs))}'" if kwargs
+                        else "split() missing 1 required positional argument: 'split_size'")
+    return split(self, split_size, dim)
+
+
 def install(T) -> None:
     """Attach this module's ops to Tensor as methods."""
-    for name in ("split", "chunk", "unbind", "tensor_split", "repeat"):
+    for name in ("chunk", "unbind", "tensor_split", "repeat"):
         setattr(T, name, globals()[name])
-    T.tile = lambda self, *dims: tile(self, V.as_size(dims, "tile"))
+    T.split = _split_method
+    T.tile = lambda self, *dims, **kw: tile(self, kw["dims"] if "dims" in kw and not dims else V.as_size(dims, "tile"))
 
 
 # a list or a number where a tensor belongs raises PyTorch's TypeError (see guard.py)

@@ -1,6 +1,10 @@
 """Tensor methods and operators. Each is a one-line delegation to a function in ``clgrad.ops``."""
 from __future__ import annotations
 
+import inspect
+
+import numpy as np
+
 from .. import random
 from ..autograd import variable
 from ..autograd.graph import needs_graph
@@ -9,9 +13,11 @@ from . import (
     conv,
     copy,
     creation,
+    forms,
     gather,
     indexing,
     joins,
+    legacy,
     linalg,
     nnops,
     norms,
@@ -34,7 +40,7 @@ _DUNDER = {"add": "add", "sub": "sub", "mul": "mul", "div": "truediv", "floor_di
            "remainder": "mod", "pow": "pow", "bitwise_and": "and", "bitwise_or": "or", "bitwise_xor": "xor",
            "lshift": "lshift", "rshift": "rshift", "eq": "eq", "ne": "ne", "lt": "lt", "le": "le", "gt": "gt",
            "ge": "ge"}
-_OPERAND = (int, float, bool)
+_OPERAND = (int, float, bool, np.number, np.bool_)  # numpy scalars too, as PyTorch's operators take them
 
 
 def _is_operand(x) -> bool:
@@ -44,8 +50,11 @@ def _is_operand(x) -> bool:
 
 def _forward(name):
     fn = getattr(M, name, None) or M.FUNCS[name]
+    arrays = name not in ("lt", "le", "gt", "ge")  # PyTorch's ordering operators refuse numpy arrays
 
     def method(self, other):
+        if arrays and isinstance(other, np.ndarray):  # x + array: the array becomes a (cpu) tensor, as in PyTorch
+            other = creation.as_tensor(other)
         return fn(self, other) if _is_operand(other) else NotImplemented
 
     return method
@@ -55,7 +64,8 @@ def _reflected(name):
     fn = getattr(M, name, None) or M.FUNCS[name]
 
     def method(self, other):
-        return fn(other, self) if isinstance(other, _OPERAND) else NotImplemented
+        # ``x.__radd__(y)`` with a tensor ``y`` computes ``y + x``, as PyTorch's reflected operators do
+        return fn(other, self) if _is_operand(other) else NotImplemented
 
     return method
 
@@ -70,10 +80,32 @@ def _inplace(name):
     return method
 
 
+# the keyword PyTorch's argument parser gives the size/dims of the variadic view methods
+_SIZE_KEYWORD = {"view": "size", "reshape": "shape", "expand": "size", "permute": "dims", "flip": "dims"}
+
+
+def _positional(fn, signature, args, kwargs) -> tuple:
+    """``args`` with ``kwargs`` folded in by ``fn``'s signature, so ``x.flatten(start_dim=1)`` reaches the view
+    Function (which takes positional arguments only) as ``(1, -1)``."""
+    if not kwargs:
+        return args
+    name = _SIZE_KEYWORD.get(fn.__name__)
+    if name is not None:
+        extra = sorted(set(kwargs) - {name}) or ([name] if args else [])
+        if extra:
+            raise TypeError(f"{fn.__name__}() got an unexpected keyword argument '{extra[0]}'")
+        return (kwargs[name],)
+    bound = signature.bind(None, *args, **kwargs)
+    bound.apply_defaults()
+    return bound.args[1:]
+
+
 def _tracked(fn, function):
     """A view method: plain shape arithmetic, or ``function`` (a view Function) when autograd records."""
+    signature = inspect.signature(fn)
 
-    def method(self, *args):
+    def method(self, *args, **kwargs):
+        args = _positional(fn, signature, args, kwargs)
         if needs_graph(self):
             return function.apply(self, fn, args)
         return fn(self, *args)
@@ -90,7 +122,8 @@ def _getitem(self, index):
     return S.getitem(self, index)
 
 
-def _permute(self, *dims):
+def _permute(self, *dims, **kwargs):
+    dims = _positional(S.permute, None, dims, kwargs)
     if needs_graph(self):
         return F.Permute.apply(self, V.as_size(dims))
     return S.permute(self, *dims)
@@ -106,7 +139,45 @@ def _transpose(self, dim0, dim1, node=None):
     return (node or F.Transpose).apply(self, tuple(order))
 
 
-def _expand(self, *sizes):
+def _t(self):
+    """``x.t()``: a 2-D transpose; a 0-D or 1-D tensor comes back as a TBackward0 view of itself, as in PyTorch."""
+    if self.dim() > 2:
+        raise RuntimeError(f"t() expects a tensor with <= 2 dimensions, but self is {self.dim()}D")
+    return _transpose(self, 0, min(1, self.dim() - 1) if self.dim() else 0, F.T)
+
+
+def _matrix_transpose(attr: str, batched: bool = True):
+    """``mT``/``mH``/``adjoint()`` (batches of matrices) and ``H`` (matrices only); with real dtypes the conjugate
+    is the identity. A 0-D tensor is returned as it is (PyTorch's deprecated identity)."""
+    what = "matrices or batches of matrices" if batched else "matrices (2-D tensors)"
+
+    def transposed(self):
+        if self.dim() == 0:
+            return self
+        if self.dim() < 2 or (not batched and self.dim() != 2):
+            hint = " For batches of matrices, consider using tensor.mH" if self.dim() > 2 else ""
+            raise RuntimeError(f"tensor.{attr} is only supported on {what}. Got {self.dim()}-D tensor.{hint}")
+        return _transpose(self, -2, -1)
+
+    return transposed
+
+
+def _flatten(self, start_dim=0, end_dim=-1):
+    """``flatten`` with nothing to merge returns ``self``, as PyTorch's does (no node is recorded)."""
+    if self.dim() and V.wrap_dim(start_dim, self.dim()) == V.wrap_dim(end_dim, self.dim()):
+        return self
+    return _flatten_view(self, start_dim, end_dim)
+
+
+_flatten_view = _tracked(S.flatten, F.View)
+
+
+def _flip(self, *dims, **kwargs):
+    return rearrange.flip(self, V.as_size(_positional(rearrange.flip, None, dims, kwargs), "flip"))
+
+
+def _expand(self, *sizes, **kwargs):
+    sizes = _positional(S.expand, None, sizes, kwargs)
     if needs_graph(self):
         return F.Expand.apply(self, V.as_size(sizes))
     return S.expand(self, *sizes)
@@ -114,7 +185,7 @@ def _expand(self, *sizes):
 
 def install(T) -> None:
     variable.install(T)  # grad_fn, backward, hooks
-    T.__init__ = creation.legacy_init
+    legacy.install(T)  # Tensor(...) and x.new(...)
     T.__reduce_ex__ = creation.reduce_ex
     for fn in (creation.new_empty, creation.new_zeros, creation.new_ones, creation.new_full, creation.new_tensor,
                copy.to, copy.copy_, copy.clone, copy.contiguous, copy.fill_, copy.zero_):
@@ -124,28 +195,34 @@ def install(T) -> None:
         module.install(T)
 
     # views: raw shape arithmetic, or a Function when autograd records
-    for name, fn in [("view", S.view), ("reshape", S.reshape), ("flatten", S.flatten), ("squeeze", S.squeeze),
-                     ("unsqueeze", S.unsqueeze)]:
+    for name, fn in [("view", S.view), ("reshape", S.reshape), ("squeeze", S.squeeze), ("unsqueeze", S.unsqueeze)]:
         setattr(T, name, _tracked(fn, F.View))
+    T.flatten = _flatten
     for name, fn in [("narrow", S.narrow), ("select", S.select), ("as_strided", S.as_strided)]:
         setattr(T, name, _tracked(fn, F.Slice))
     T.__getitem__ = _getitem
+    T.flip = _flip  # x.flip(dims=(0,)) too
     T.permute = _permute
     T.expand = _expand
     T.__setitem__ = S.setitem
     T.transpose = T.swapaxes = T.swapdims = _transpose
-    T.t = lambda self: _transpose(self, 0, 1, F.T) if self.dim() == 2 else S.t_(self)
+    T.t = _t
     T.view_as = lambda self, other: self.view(other.shape)
     T.reshape_as = lambda self, other: self.reshape(other.shape)
     T.expand_as = lambda self, other: _expand(self, other.shape)
     T.T = property(lambda self: _permute(self, *reversed(range(self.dim()))))
-    T.mT = property(lambda self: _transpose(self, -2, -1))
+    T.mT, T.mH = property(_matrix_transpose("mT")), property(_matrix_transpose("mH"))
+    T.H, T.adjoint = property(_matrix_transpose("H", batched=False)), _matrix_transpose("adjoint()")
 
     # elementwise functions as methods, plus their in-place forms
     for name, fn in list(M.FUNCS.items()) + [("add", M.add), ("sub", M.sub), ("div", M.div), ("clamp", M.clamp)]:
         setattr(T, name, fn)
         setattr(T, name + "_", _inplace(name))
     T.where = lambda self, condition, other: M.where(condition, self, other)
+    T.round = lambda self, *, decimals=None: forms.round(self, decimals=decimals)
+    T.round_ = lambda self, *, decimals=None: forms.round(self, decimals=decimals, out=self)
+    T.pow = lambda self, exponent: forms.pow(self, exponent)
+    T.pow_ = lambda self, exponent: forms.pow(self, exponent, out=self)
     for name, fn in M.NO_INPLACE_FUNCS.items():
         setattr(T, name, fn)
     T.clip, T.clip_ = T.clamp, T.clamp_
@@ -166,6 +243,7 @@ def install(T) -> None:
     T.__pos__ = lambda self: self
     T.__abs__ = lambda self: M.FUNCS["abs"](self)
     T.__invert__ = _invert
+    T.__reversed__ = lambda self: self if self.dim() == 0 else self.flip(0)
     sparse.install(T)  # last: SparseTensor stubs every dense-only method installed above
 
 

@@ -183,14 +183,14 @@ def _index_item(item):
     """An index entry as int, slice, None or Ellipsis; "advanced" for a tensor/list/bool index."""
     if item is None or item is Ellipsis or isinstance(item, slice):
         return item
-    if isinstance(item, bool) or type(item).__name__ == "bool_":
+    if isinstance(item, bool):
         return "advanced"
     if isinstance(item, Integral):
         return int(item)
     if is_tensor(item):
         # a 0-dim integer tensor indexes like the int it holds, as in PyTorch
         return int(item.item()) if item.dim() == 0 and item.dtype.kind in "iu" else "advanced"
-    if isinstance(item, (list, tuple)) or hasattr(item, "__array__"):
+    if isinstance(item, (list, tuple, range)) or (hasattr(item, "__array__") and type(item).__name__ != "bool"):
         return "advanced"
     raise IndexError(_INVALID_INDEX.format(type(item).__name__))
 
