@@ -234,6 +234,28 @@ def test_transformer_encoder_dynamic_batch():
     assert proto.graph.input[0].type.tensor_type.shape.dim[0].dim_param == "x_dynamic_axes_1"
 
 
+class CausalEncoder(nn.Module):
+    """nn.TransformerEncoder with a causal mask built inside forward, as language models do."""
+
+    def __init__(self):
+        super().__init__()
+        layer = nn.TransformerEncoderLayer(d_model=16, nhead=2, dim_feedforward=32, batch_first=True)
+        self.enc = nn.TransformerEncoder(layer, num_layers=2)
+
+    def forward(self, x):
+        mask = nn.Transformer.generate_square_subsequent_mask(x.size(1))
+        return self.enc(x, mask=mask, is_causal=True)
+
+
+@pytest.mark.parametrize("norm_first", [False, True])
+def test_nn_transformer_encoder_and_full_transformer(norm_first):
+    check(CausalEncoder(), (clgrad.randn(3, 5, 16),), input_names=["x"], dynamic_axes={"x": {0: "batch"}},
+          feeds=[(clgrad.randn(6, 5, 16),)])
+    full = nn.Transformer(d_model=16, nhead=2, num_encoder_layers=1, num_decoder_layers=1, dim_feedforward=32,
+                          norm_first=norm_first)
+    check(full, (clgrad.randn(5, 2, 16), clgrad.randn(4, 2, 16)))
+
+
 def test_attention_weights_sequence_first():
     mha = nn.MultiheadAttention(6, 3, kdim=4, vdim=5)
     q, k, v = clgrad.randn(3, 2, 6), clgrad.randn(4, 2, 4), clgrad.randn(4, 2, 5)
