@@ -21,6 +21,7 @@ from . import (
     scans,
     stats,
 )
+from . import calculus, products
 from . import functions as F
 from . import math as M
 from . import shape as S
@@ -119,6 +120,8 @@ def install(T) -> None:
 
     for module in (reduction, linalg, random, indexing, gather, joins, rearrange, scans, stats, conv, pooling, nnops, norms):
         module.install(T)
+    products.install(T)
+    calculus.install(T)
 
     # views: raw shape arithmetic, or a Function when autograd records
     for name, fn in [("view", S.view), ("reshape", S.reshape), ("flatten", S.flatten), ("squeeze", S.squeeze),
