@@ -6,6 +6,7 @@ from ..autograd import variable
 from ..autograd.graph import needs_graph
 from ..tensor import is_tensor
 from . import (
+    calculus,
     conv,
     copy,
     creation,
@@ -16,12 +17,12 @@ from . import (
     nnops,
     norms,
     pooling,
+    products,
     rearrange,
     reduction,
     scans,
     stats,
 )
-from . import calculus, products
 from . import functions as F
 from . import math as M
 from . import shape as S
