@@ -36,10 +36,10 @@ def _sublist_equation(args):
                 raise ValueError("einsum(): subscript in subscript list is not within the valid range [0, 52)")
         return "".join(out)
 
-    operands, subs = list(args[0::2]), [spell(s) for s in args[1::2]]
-    equation = ",".join(subs[:len(operands)])
-    if len(subs) > len(operands):
-        equation += "->" + subs[-1]
+    n = len(args) // 2
+    operands, equation = list(args[0:2 * n:2]), ",".join(spell(s) for s in args[1:2 * n:2])
+    if len(args) % 2:
+        equation += "->" + spell(args[-1])
     return equation, operands
 
 
@@ -147,7 +147,7 @@ def _align(op, lab, index, pos, ell_at, ell, total):
             d = first[x]
             if op.shape[d] != op.shape[dim]:
                 raise RuntimeError(f"einsum(): subscript {_LETTERS[x]} is repeated for operand {index} but the sizes "
-                                   f"don't match, {op.shape[d]} != {op.shape[dim]}")
+                                   f"don't match, {op.shape[dim]} != {op.shape[d]}")
             op = op.diagonal(0, d, dim).movedim(-1, d)
         else:
             first[x], perm[pos[x]] = dim, dim

@@ -15,7 +15,7 @@ import warnings
 
 from .. import dtypes as D
 from ..autograd.graph import inplace, needs_graph
-from ..tensor import Tensor, is_tensor
+from ..tensor import is_tensor
 from . import creation, joins, linalg, rearrange, scans
 from . import math as M
 from . import pointwise as P
@@ -30,27 +30,26 @@ LINALG = ["linalg_cross", "vecdot", "multi_dot", "matrix_power", "linalg_vander"
 
 
 # ---- the addmm family: beta * input + alpha * product -------------------------------------------------------
-def _check_scalars(input, beta, alpha) -> None:
-    if input.dtype.kind in "iub":
-        for name, v in (("beta", beta), ("alpha", alpha)):
-            if isinstance(v, float):
-                if input.dtype is D.bool:
-                    raise RuntimeError(f"Boolean {name} only supported for Boolean results.")
-                raise RuntimeError(f"For integral input tensors, argument {name} must not be a floating point number.")
+def _check_scalars(dt, beta, alpha) -> None:
+    """addr's checks of beta and alpha against the result dtype (the addmm family lets them truncate)."""
+    for name, v in (("beta", beta), ("alpha", alpha)):
+        if isinstance(v, bool) and dt is not D.bool:
+            raise RuntimeError(f"Boolean {name} only supported for Boolean results.")
+        if isinstance(v, float) and dt.kind in "iub":
+            raise RuntimeError(f"For integral input tensors, argument {name} must not be a floating point number.")
 
 
 def _scaled(t, s):
-    """``s * t`` in t's dtype (an integer tensor scaled by a float truncates, as PyTorch's integer addmm does)."""
-    if s == 1:
-        return t
-    out = t * s
-    return out if out.dtype is t.dtype else out.to(t.dtype)
+    """``s * t`` in t's dtype."""
+    return t if s == 1 else t * s
 
 
 def _combine(input, product, beta, alpha):
     """``beta * input + alpha * product``, input broadcast to the product's shape; beta == 0 ignores input (NaN
     included), while input still gets its (zero) gradient as in PyTorch."""
     S.expand(input, product.shape)  # PyTorch's error for an input that does not broadcast
+    if product.dtype.kind in "iu":  # integer products take the scalars truncated, as PyTorch does
+        beta, alpha = int(beta), int(alpha)
     if product.dtype is D.bool:
         out = product if alpha else M.FUNCS["logical_and"](product, False)
         return M.FUNCS["logical_or"](out, input) if beta else out
@@ -58,7 +57,7 @@ def _combine(input, product, beta, alpha):
     if beta == 0:
         if needs_graph(input):
             return out + M.where(input.new_zeros(input.shape, dtype=D.bool), input, 0)
-        return out if out.dtype is product.dtype else out.to(product.dtype)
+        return out
     return out + _scaled(input, beta)
 
 
@@ -96,7 +95,6 @@ def addmm(input, mat1, mat2, *, beta=1, alpha=1, out=None):
                            f"{linalg._shape(mat2)})")
     _same_dtype("self", input, ("mat2", mat2))
     _same_dtype("mat1", mat1, ("mat2", mat2))
-    _check_scalars(input, beta, alpha)
     return _into(out, _combine(input, linalg.mm(mat1, mat2), beta, alpha), "addmm")
 
 
@@ -113,7 +111,6 @@ def addbmm(input, batch1, batch2, *, beta=1, alpha=1, out=None):
         raise RuntimeError(f"Incompatible matrix sizes for bmm ({n}x{k} and {batch2.shape[1]}x{batch2.shape[2]})")
     _same_dtype("self", input, ("batch2", batch2))
     _same_dtype("batch1", batch1, ("batch2", batch2))
-    _check_scalars(input, beta, alpha)
     left = batch1.permute(1, 0, 2).reshape(n, nb * k)
     product = linalg.mm(left, batch2.reshape(nb * k, batch2.shape[2]))
     return _into(out, _combine(input, product, beta, alpha), "addbmm")
@@ -124,7 +121,6 @@ def baddbmm(input, batch1, batch2, *, beta=1, alpha=1, out=None):
     linalg._check_tensors("baddbmm", input=input, batch1=batch1, batch2=batch2)
     if input.dtype is not batch1.dtype:
         raise RuntimeError(f"expected scalar type {batch1.dtype.scalar_name} but found {input.dtype.scalar_name}")
-    _check_scalars(input, beta, alpha)
     return _into(out, _combine(input, linalg.bmm(batch1, batch2), beta, alpha), "baddbmm")
 
 
@@ -139,7 +135,6 @@ def addmv(input, mat, vec, *, beta=1, alpha=1, out=None):
     if not input.dtype is mat.dtype is vec.dtype:
         raise RuntimeError(f"addmv input tensors must have the same dtype, but got {input.dtype.scalar_name}, "
                            f"{mat.dtype.scalar_name}, and {vec.dtype.scalar_name}")
-    _check_scalars(input, beta, alpha)
     return _into(out, _combine(input, linalg.mv(mat, vec), beta, alpha), "addmv")
 
 
@@ -149,8 +144,8 @@ def addr(input, vec1, vec2, *, beta=1, alpha=1, out=None):
     for name, v in (("vec1", vec1), ("vec2", vec2)):
         if v.dim() != 1:
             raise RuntimeError(f"addr: Expected 1-D argument {name}, but got {v.dim()}-D")
-    dt = D.result_type(D.result_type(input, vec1), vec2)
-    _check_scalars(Tensor._empty((), dt, input.device), beta, alpha)
+    dt = D.promote_types(D.result_type(input, vec1), vec2.dtype)
+    _check_scalars(dt, beta, alpha)
     product = linalg.outer(vec1, vec2)
     S.expand(input, product.shape)
     if dt is D.bool:
