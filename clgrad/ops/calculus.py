@@ -172,9 +172,11 @@ def _spacing_along(y, x, d: int, dim: int, name: str):
     return diff(x, dim=dim)
 
 
-def _check_args(x, dx, name: str) -> None:
+def _check_args(y, x, dx, dim, name: str) -> None:
     if x is not None and dx is not None:
         raise TypeError(f"{name}() received an invalid combination of arguments - got both x and dx")
+    if y.dim() == 0:
+        raise IndexError(f"Dimension specified as {dim} but tensor has no dimensions")
 
 
 def trapezoid(y, x=None, *, dx=None, dim=-1):
@@ -182,7 +184,7 @@ def trapezoid(y, x=None, *, dx=None, dim=-1):
 
     >>> clgrad.trapezoid(clgrad.tensor([1., 2., 3.]))  # tensor(4.)
     """
-    _check_args(x, dx, "trapezoid")
+    _check_args(y, x, dx, dim, "trapezoid")
     y = _float_input(y, "trapezoid", "y")
     d = wrap_dim(dim, y.dim())
     n = y.shape[d]
@@ -202,7 +204,7 @@ def trapz(y, x=None, *, dx=None, dim=-1):
 
 def cumulative_trapezoid(y, x=None, *, dx=None, dim=-1):
     """Running trapezoid-rule integral along ``dim``: one value fewer than y has along ``dim``."""
-    _check_args(x, dx, "cumulative_trapezoid")
+    _check_args(y, x, dx, dim, "cumulative_trapezoid")
     y = _float_input(y, "cumulative_trapezoid", "y")
     d = wrap_dim(dim, y.dim())
     n = y.shape[d]
