@@ -91,10 +91,10 @@ def test_dtypes(device):
         lambda m, a: m.diff(a > 4),
         lambda m, a: m.diff(a, prepend=a[:, :1].float()),
         lambda m, a: m.gradient(a)[1],
-        lambda m, a: m.gradient(a.float(), spacing=(m.arange(2), m.arange(4) * 2))[0],
+        lambda m, a: m.gradient(a.float(), spacing=(m.arange(2, device=a.device), m.arange(4, device=a.device) * 2))[0],
         lambda m, a: m.trapezoid(a),
         lambda m, a: m.trapezoid(a, dx=2),
-        lambda m, a: m.trapezoid(a, m.arange(4)),
+        lambda m, a: m.trapezoid(a, m.arange(4, device=a.device)),
         lambda m, a: m.cumulative_trapezoid(a, dx=2),
     ]
     for fn in cases:
