@@ -95,6 +95,9 @@ def addmm(input, mat1, mat2, *, beta=1, alpha=1, out=None):
                            f"{linalg._shape(mat2)})")
     _same_dtype("self", input, ("mat2", mat2))
     _same_dtype("mat1", mat1, ("mat2", mat2))
+    if beta == alpha == 1 and input.dim() == 1 and input.shape[0] == mat2.shape[1] and input.dtype.kind == "f" \
+            and input.device == mat1.device == mat2.device and not needs_graph(input, mat1, mat2):
+        return _into(out, linalg.matmul_bias(mat1, mat2, input), "addmm")  # the bias added in the product's store
     return _into(out, _combine(input, linalg.mm(mat1, mat2), beta, alpha), "addmm")
 
 

@@ -22,6 +22,7 @@ def _small(shape):
 # (id, fn(lib, *inputs) for lib = clgrad or torch, input shapes (or generators of a dtype), differentiable)
 CASES = [
     ("addmm", lambda m, a, b, c: m.addmm(a, b, c), [(2, 3), (2, 4), (4, 3)], True),
+    ("addmm_bias", lambda m, a, b, c: m.addmm(a, b, c), [(3,), (2, 4), (4, 3)], True),
     ("addmm_ab", lambda m, a, b, c: m.addmm(a, b, c, beta=0.5, alpha=-2), [(3,), (2, 4), (4, 3)], True),
     ("addmm_scalar_in", lambda m, a, b, c: m.addmm(a, b, c, alpha=3), [(), (2, 4), (4, 3)], True),
     ("addmm_beta0", lambda m, a, b, c: m.addmm(a, b, c, beta=0), [(1, 3), (2, 4), (4, 3)], True),
@@ -319,3 +320,14 @@ def test_errors_match_torch(k):
             ERRORS[k](clgrad)
     expected = str(want.value).splitlines()[0]
     assert (type(got.value).__name__, str(got.value)) == (type(want.value).__name__, expected)
+
+
+def test_methods():
+    """PyTorch's Tensor method forms exist and are the functions."""
+    x = clgrad.arange(9.0).reshape(3, 3)
+    assert_close(x.trace(), np.float32(12))
+    assert_close(x.diff(dim=0), np.full((2, 3), 3, np.float32))
+    assert_close(x.matrix_power(2), (np.arange(9.0).reshape(3, 3) @ np.arange(9.0).reshape(3, 3)).astype(np.float32))
+    for name in ("addmm", "addbmm", "baddbmm", "addmv", "addr", "inner", "kron", "vdot", "cross", "ger"):
+        assert callable(getattr(clgrad.Tensor, name)) and callable(getattr(clgrad.Tensor, name + "_", None)) == (
+            name.startswith(("add", "badd")))
