@@ -252,7 +252,7 @@ def ger(input, vec2, *, out=None):
 
 def linalg_cross(input, other, *, dim=-1, out=None):
     """Cross product of 3-vectors along ``dim``, the other dims broadcast: ``clgrad.linalg.cross(a, b)``."""
-    linalg._check_tensors("linalg.cross", input=input, other=other)
+    linalg._check_tensors("linalg_cross", input=input, other=other)
     if input.dim() != other.dim():
         raise RuntimeError("linalg.cross: inputs must have the same number of dimensions.")
     d = wrap_dim(dim, input.dim())
@@ -287,7 +287,7 @@ def cross(input, other, dim=None, *, out=None):
 
 def vecdot(x, y, *, dim=-1, out=None):
     """``sum(x * y, dim)`` with broadcasting (real tensors): ``clgrad.linalg.vecdot(x, y)``."""
-    linalg._check_tensors("linalg.vecdot", x=x, y=y)
+    linalg._check_tensors("linalg_vecdot", x=x, y=y)
     if x.dtype is not y.dtype:
         raise RuntimeError(f"linalg.vecdot: Expected x and y to have the same dtype, but found x of type "
                            f"{x.dtype.scalar_name} and y of type {y.dtype.scalar_name} instead")
@@ -376,7 +376,7 @@ def matrix_power(A, n, *, out=None):
 
     Negative n needs a matrix inverse, which clgrad does not have yet: it raises NotImplementedError.
     """
-    linalg._check_tensors("linalg.matrix_power", A=A)
+    linalg._check_tensors("linalg_matrix_power", input=A)
     if isinstance(n, bool) or not isinstance(n, int):
         raise TypeError(f"linalg_matrix_power(): argument 'n' (position 2) must be int, not {type(n).__name__}")
     if A.dim() < 2:

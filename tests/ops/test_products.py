@@ -306,6 +306,10 @@ ERRORS = [
     lambda m: m.einsum("ii", m.ones(2, 3)),
     lambda m: m.einsum(m.ones(2, 3), [0, 60]),
     lambda m: m.einsum("ij,jk", m.ones(2, 3, dtype=m.bool), m.ones(3, 2, dtype=m.bool)),
+    lambda m: m.linalg.cross([1.0, 0, 0], m.ones(3)),
+    lambda m: m.linalg.vecdot([1.0], m.ones(1)),
+    lambda m: m.linalg.matrix_power([[1.0]], 2),
+    lambda m: m.kron([1.0], m.ones(1)),
 ]
 
 
