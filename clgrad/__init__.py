@@ -33,9 +33,12 @@ from .ops.pooling import *  # noqa: F401,F403
 from .ops.nnops import *  # noqa: F401,F403
 from .ops.norms import *  # noqa: F401,F403
 from .ops.pixel import *  # noqa: F401,F403
+from .ops.products import *  # noqa: F401,F403
+from .ops.einsum import *  # noqa: F401,F403
+from .ops.calculus import *  # noqa: F401,F403
+from . import linalg  # noqa: F401
 from . import autograd, datasets, distributed, nn, optim, profiler, utils  # noqa: F401
 from . import onnx  # noqa: F401 - clgrad.onnx.export (the onnx package loads only when it runs)
-from . import linalg  # noqa: F401
 from .serialization import CheckpointError, load, save  # noqa: F401
 from .compiler import compile  # noqa: F401,A004
 from .autograd import no_grad, enable_grad, set_grad_enabled, inference_mode, is_grad_enabled  # noqa: F401

@@ -10,6 +10,7 @@ from ..autograd import variable
 from ..autograd.graph import needs_graph
 from ..tensor import is_tensor
 from . import (
+    calculus,
     conv,
     copy,
     creation,
@@ -22,6 +23,7 @@ from . import (
     nnops,
     norms,
     pooling,
+    products,
     rearrange,
     reduction,
     scans,
@@ -193,6 +195,8 @@ def install(T) -> None:
 
     for module in (reduction, linalg, random, indexing, gather, joins, rearrange, scans, stats, conv, pooling, nnops, norms):
         module.install(T)
+    products.install(T)
+    calculus.install(T)
 
     # views: raw shape arithmetic, or a Function when autograd records
     for name, fn in [("view", S.view), ("reshape", S.reshape), ("squeeze", S.squeeze), ("unsqueeze", S.unsqueeze)]:
