@@ -34,6 +34,9 @@ from .ops.pooling import *  # noqa: F401,F403
 from .ops.nnops import *  # noqa: F401,F403
 from .ops.norms import *  # noqa: F401,F403
 from .ops.pixel import *  # noqa: F401,F403
+from .ops.activations import *  # noqa: F401,F403
+from .ops.distance import *  # noqa: F401,F403
+from .ops.losses_extra import *  # noqa: F401,F403
 from . import autograd, datasets, distributed, nn, optim, profiler, utils  # noqa: F401
 from .serialization import CheckpointError, load, save  # noqa: F401
 from .compiler import compile  # noqa: F401,A004

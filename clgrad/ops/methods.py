@@ -6,9 +6,11 @@ from ..autograd import variable
 from ..autograd.graph import needs_graph
 from ..tensor import is_tensor
 from . import (
+    activations,
     conv,
     copy,
     creation,
+    distance,
     gather,
     indexing,
     joins,
@@ -119,6 +121,8 @@ def install(T) -> None:
 
     for module in (reduction, linalg, random, indexing, gather, joins, rearrange, scans, stats, conv, pooling, nnops, norms):
         module.install(T)
+    activations.install(T)  # x.prelu, x.hardshrink
+    distance.install(T)  # x.dist
 
     # views: raw shape arithmetic, or a Function when autograd records
     for name, fn in [("view", S.view), ("reshape", S.reshape), ("flatten", S.flatten), ("squeeze", S.squeeze),
