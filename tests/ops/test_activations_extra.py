@@ -54,12 +54,12 @@ def test_matches_torch_values_and_gradients(device, name, fn, arrays):
     tol = dict(rtol=1e-10, atol=1e-12) if dtype is clgrad.float64 else dict(rtol=2e-5, atol=1e-6)
     xs, txs = _tensors(clgrad, arrays, device, dtype), _tensors(torch, arrays, device, dtype)
     out, tout = fn(clgrad, F, *xs), fn(torch, TF, *txs)
-    np.testing.assert_allclose(out.detach().cpu().numpy(), tout.detach().numpy(), **tol)
+    np.testing.assert_allclose(out.detach().cpu().numpy(), tout.detach().cpu().numpy(), **tol)
     g = RNG.uniform(0.5, 1.5, tuple(tout.shape))
     out.backward(clgrad.tensor(g, dtype=dtype, device=device))
     tout.backward(torch.tensor(g))
     for x, tx in zip(xs, txs):
-        np.testing.assert_allclose(x.grad.cpu().numpy(), tx.grad.numpy(), **tol)
+        np.testing.assert_allclose(x.grad.cpu().numpy(), tx.grad.cpu().numpy(), **tol)
 
 
 GRAD_CASES = [c for c in CASES if c[0] not in ("hardshrink-method", "softshrink0", "torch.threshold", "prelu-method")]
@@ -79,7 +79,7 @@ def test_nan_passes_and_kinks_keep_pytorch_signs():
     t = torch.tensor([float("nan"), -0.5, 0.5, -0.0])
     for name, args in [("softshrink", (0.5,)), ("hardshrink", (0.5,)), ("threshold", (0.5, 2.0)), ("softsign", ()),
                        ("tanhshrink", ())]:
-        got, want = getattr(F, name)(x, *args).numpy(), getattr(TF, name)(t, *args).numpy()
+        got, want = getattr(F, name)(x, *args).cpu().numpy(), getattr(TF, name)(t, *args).cpu().numpy()
         np.testing.assert_allclose(got, want, rtol=1e-6)
         np.testing.assert_array_equal(np.signbit(got), np.signbit(want))  # softshrink(-0.5) is -0.0
 
@@ -89,8 +89,8 @@ def test_integer_inputs_follow_pytorch():
     ti = torch.tensor([-2, 0, 3])
     assert F.threshold(i, 0, 7).tolist() == TF.threshold(ti, 0, 7).tolist()
     assert F.threshold(i, 0, 7).dtype is clgrad.int64
-    np.testing.assert_allclose(F.softsign(i).numpy(), TF.softsign(ti).numpy(), rtol=1e-6)
-    np.testing.assert_allclose(F.tanhshrink(i).numpy(), TF.tanhshrink(ti).numpy(), rtol=1e-6)
+    np.testing.assert_allclose(F.softsign(i).cpu().numpy(), TF.softsign(ti).cpu().numpy(), rtol=1e-6)
+    np.testing.assert_allclose(F.tanhshrink(i).cpu().numpy(), TF.tanhshrink(ti).cpu().numpy(), rtol=1e-6)
     for fn in (F.hardshrink, F.softshrink):
         with pytest.raises(NotImplementedError, match="not implemented for 'Long'"):
             fn(i)
@@ -152,15 +152,15 @@ def test_rrelu_training_draws_slopes_in_range_and_uses_them_for_the_gradient(dev
     clgrad.manual_seed(3)
     x = clgrad.tensor(-np.linspace(0.5, 2.0, 400), device=device, requires_grad=True)
     y = F.rrelu(x, 0.1, 0.3, training=True)
-    slope = (y / x).detach().numpy()
+    slope = (y / x).detach().cpu().numpy()
     assert slope.min() >= 0.1 and slope.max() <= 0.3 and slope.std() > 0.04  # uniform: std 0.058
     y.sum().backward()
-    np.testing.assert_allclose(x.grad.numpy(), slope, rtol=1e-12)
+    np.testing.assert_allclose(x.grad.cpu().numpy(), slope, rtol=1e-12)
     pos = clgrad.tensor([1.0, 2.0], device=device)
     assert F.rrelu(pos, training=True).tolist() == [1.0, 2.0]
     clgrad.manual_seed(3)
     again = F.rrelu(x.detach(), 0.1, 0.3, training=True)
-    np.testing.assert_array_equal(again.numpy(), y.detach().numpy())  # the same seed, the same slopes
+    np.testing.assert_array_equal(again.cpu().numpy(), y.detach().cpu().numpy())  # the same seed, the same slopes
 
 
 @pytest.mark.parametrize("feature", [False, True])
@@ -168,7 +168,7 @@ def test_alpha_dropout_keeps_mean_and_variance(device, feature):
     clgrad.manual_seed(0)
     x = clgrad.randn(64, 32, 8, device=device)
     fn = F.feature_alpha_dropout if feature else F.alpha_dropout
-    y = fn(x, 0.3, training=True).numpy()
+    y = fn(x, 0.3, training=True).cpu().numpy()
     assert abs(y.mean()) < 0.1 and abs(y.std() - 1) < 0.1
     alpha = 1.7580993408473766
     a = 1 / math.sqrt((alpha**2 * 0.3 + 1) * 0.7)
@@ -177,9 +177,9 @@ def test_alpha_dropout_keeps_mean_and_variance(device, feature):
     if feature:  # whole channels at once
         assert np.all(dropped.all(-1) | ~dropped.any(-1))
     kept = ~dropped
-    np.testing.assert_allclose(y[kept], x.numpy()[kept] * a + alpha * a * 0.3, rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(y[kept], x.cpu().numpy()[kept] * a + alpha * a * 0.3, rtol=1e-5, atol=1e-6)
     assert fn(x, 0.3) is x  # training=False by default
-    np.testing.assert_array_equal(fn(x, 1.0, training=True).numpy(), 0 * x.numpy())
+    np.testing.assert_array_equal(fn(x, 1.0, training=True).cpu().numpy(), 0 * x.cpu().numpy())
 
 
 def test_alpha_dropout_gradient_is_the_kept_scale():
@@ -188,4 +188,4 @@ def test_alpha_dropout_gradient_is_the_kept_scale():
     y = F.alpha_dropout(x, 0.5, training=True)
     y.sum().backward()
     a = 1 / math.sqrt((1.7580993408473766**2 * 0.5 + 1) * 0.5)
-    assert set(np.round(x.grad.numpy(), 12)) == {0.0, round(a, 12)}
+    assert set(np.round(x.grad.cpu().numpy(), 12)) == {0.0, round(a, 12)}
