@@ -150,12 +150,13 @@ def test_threshold_inplace_and_autograd(device):
 
 def test_rrelu_training_draws_slopes_in_range_and_uses_them_for_the_gradient(device):
     clgrad.manual_seed(3)
-    x = clgrad.tensor(-np.linspace(0.5, 2.0, 400), device=device, requires_grad=True)
+    dtype = clgrad.float64 if fp64_ok(device) else clgrad.float32
+    x = clgrad.tensor(-np.linspace(0.5, 2.0, 400), dtype=dtype, device=device, requires_grad=True)
     y = F.rrelu(x, 0.1, 0.3, training=True)
     slope = (y / x).detach().cpu().numpy()
     assert slope.min() >= 0.1 and slope.max() <= 0.3 and slope.std() > 0.04  # uniform: std 0.058
     y.sum().backward()
-    np.testing.assert_allclose(x.grad.cpu().numpy(), slope, rtol=1e-12)
+    np.testing.assert_allclose(x.grad.cpu().numpy(), slope, rtol=1e-6)
     pos = clgrad.tensor([1.0, 2.0], device=device)
     assert F.rrelu(pos, training=True).tolist() == [1.0, 2.0]
     clgrad.manual_seed(3)
