@@ -1,10 +1,13 @@
 """``clgrad.nn.functional``: the functional NN API, gathered from ``clgrad.ops`` modules' ``FUNCTIONAL`` lists."""
 from __future__ import annotations
 
+from ..ops import activations as _activations
 from ..ops import conv as _conv
+from ..ops import distance as _distance
 from ..ops import joins as _joins
 from ..ops import linalg as _linalg
 from ..ops import losses as _losses
+from ..ops import losses_extra as _losses_extra
 from ..ops import nnops as _nnops
 from ..ops import norms as _norms
 from ..ops import padding as _padding
@@ -12,7 +15,8 @@ from ..ops import pixel as _pixel
 from ..ops import pooling as _pooling
 from ..ops import resample as _resample
 
-for _m in (_conv, _pooling, _resample, _nnops, _norms, _linalg, _losses, _joins, _padding, _pixel):
+for _m in (_conv, _pooling, _resample, _nnops, _norms, _linalg, _losses, _joins, _padding, _pixel,
+           _activations, _distance, _losses_extra):
     globals().update({name: getattr(_m, name) for name in _m.FUNCTIONAL})
 del _m
 from ..ops.math import FUNCTIONAL_ACTIVATIONS as _ACT  # noqa: E402

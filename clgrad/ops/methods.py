@@ -10,10 +10,12 @@ from ..autograd import variable
 from ..autograd.graph import needs_graph
 from ..tensor import is_tensor
 from . import (
+    activations,
     calculus,
     conv,
     copy,
     creation,
+    distance,
     forms,
     gather,
     indexing,
@@ -197,6 +199,8 @@ def install(T) -> None:
         module.install(T)
     products.install(T)
     calculus.install(T)
+    activations.install(T)  # x.prelu, x.hardshrink
+    distance.install(T)  # x.dist
 
     # views: raw shape arithmetic, or a Function when autograd records
     for name, fn in [("view", S.view), ("reshape", S.reshape), ("squeeze", S.squeeze), ("unsqueeze", S.unsqueeze)]:

@@ -455,6 +455,23 @@ OPS: dict[str, EwOp] = {
     "isclose": EwOp(4, "close_to(a, b, c, d)", R.np_isclose(False), predicate=True, allow="f", public="custom"),
     "isclose_nan": EwOp(4, "close_to(a, b, c, d) || (isnan(a) && isnan(b))", R.np_isclose(True), predicate=True,
                         allow="f", public="custom"),
+    # ---- nn.functional's shrink/threshold activations (front ends in ops/activations.py) ----
+    # softsign and tanhshrink are PyTorch compositions (x / (1 + |x|), x - tanh x): same values and gradients
+    "softsign": EwOp(1, "a / ((T)1 + fabs(a))", lambda a: a / (1 + np.abs(a)), kind="float", allow=_NUM,
+                     public="custom", grad=lambda g, a, out: (g / (1 + a.abs()).square(),)),
+    "tanhshrink": EwOp(1, "a - tanh(a)", lambda a: a - np.tanh(a), kind="float", allow=_NUM, public="custom",
+                       grad=lambda g, a, out: (g * a.tanh().square(),)),
+    # lambd is b; PyTorch's kernels: NaN passes both, softshrink's middle is a * 0 (so -0.5 gives -0.0)
+    "hardshrink": EwOp(2, "(a >= -b && a <= b) ? (T)0 : a", R.np_hardshrink, allow="f", public="custom",
+                       grad=lambda g, x, lambd, out: (g.masked_fill((x >= -lambd) & (x <= lambd), 0.0), None),
+                       sample=Sample(params=(0.5,))),
+    "softshrink": EwOp(2, "a > b ? a - b : (a < -b ? a + b : a * (T)0)", R.np_softshrink, allow="f",
+                       public="custom", sample=Sample(params=(0.5,)),
+                       grad=lambda g, x, lambd, out: (g.masked_fill((x >= -lambd) & (x <= lambd), 0.0), None)),
+    # threshold is b, value c: x <= threshold gives value (NaN passes), and threshold_backward stops the gradient
+    "threshold": EwOp(3, "a <= b ? c : a", R.np_threshold, allow=_NUM, public="custom",
+                      grad=lambda g, x, th, value, out: (g.masked_fill(x <= th, 0.0), None, None),
+                      sample=Sample(params=(0.25, -3.0))),
 }
 
 

@@ -147,3 +147,16 @@ def shift(op):
         return np.where((b < 0) | (b >= bits), 0 if op is np.left_shift else np.where(a < 0, -1, 0), out).astype(a.dtype)
 
     return f
+
+
+# ---- nn.functional's shrink/threshold activations --------------------------------------------------------------
+def np_hardshrink(a, lambd):
+    return np.where((a >= -lambd) & (a <= lambd), a.dtype.type(0), a)
+
+
+def np_softshrink(a, lambd):
+    return np.where(a > lambd, a - lambd, np.where(a < -lambd, a + lambd, a * 0))
+
+
+def np_threshold(a, threshold, value):
+    return np.where(a <= threshold, np.asarray(value).astype(a.dtype), a)

@@ -2,28 +2,42 @@
 from __future__ import annotations
 
 from .activation import (
+    CELU,
     ELU,
     GELU,
+    GLU,
     SELU,
+    Hardshrink,
+    Hardsigmoid,
+    Hardswish,
     Hardtanh,
     LeakyReLU,
+    LogSigmoid,
     LogSoftmax,
     Mish,
+    PReLU,
     ReLU,
     ReLU6,
+    RReLU,
     Sigmoid,
     SiLU,
     Softmax,
+    Softmax2d,
     Softmin,
     Softplus,
+    Softshrink,
+    Softsign,
     Tanh,
+    Tanhshrink,
+    Threshold,
 )
 from .activation_mha import MultiheadAttention
 from .batchnorm import BatchNorm1d, BatchNorm2d
 from .channelshuffle import ChannelShuffle
 from .container import ModuleDict, ModuleList, ParameterDict, ParameterList, Sequential
 from .conv import Conv1d, Conv2d, ConvTranspose1d, ConvTranspose2d
-from .dropout import Dropout, Dropout1d, Dropout2d
+from .distance import CosineSimilarity, PairwiseDistance
+from .dropout import AlphaDropout, Dropout, Dropout1d, Dropout2d, Dropout3d, FeatureAlphaDropout
 from .flatten import Flatten, Unflatten
 from .fold import Fold, Unfold
 from .instancenorm import InstanceNorm1d, InstanceNorm2d, InstanceNorm3d
@@ -33,12 +47,22 @@ from .loss import (
     BCEWithLogitsLoss,
     CosineEmbeddingLoss,
     CrossEntropyLoss,
+    GaussianNLLLoss,
+    HingeEmbeddingLoss,
     HuberLoss,
     KLDivLoss,
     L1Loss,
+    MarginRankingLoss,
     MSELoss,
+    MultiLabelMarginLoss,
+    MultiLabelSoftMarginLoss,
+    MultiMarginLoss,
     NLLLoss,
+    PoissonNLLLoss,
     SmoothL1Loss,
+    SoftMarginLoss,
+    TripletMarginLoss,
+    TripletMarginWithDistanceLoss,
 )
 from .module import Module
 from .normalization import GroupNorm, LayerNorm
@@ -90,4 +114,10 @@ __all__ = [
     "ZeroPad1d", "ZeroPad2d", "ZeroPad3d", "ConstantPad1d", "ConstantPad2d", "ConstantPad3d", "ReflectionPad1d",
     "ReflectionPad2d", "ReflectionPad3d", "ReplicationPad1d", "ReplicationPad2d", "ReplicationPad3d",
     "CircularPad1d", "CircularPad2d", "CircularPad3d",
+    # nn.functional's remaining activations, distances and losses
+    "CELU", "GLU", "Hardshrink", "Hardsigmoid", "Hardswish", "LogSigmoid", "PReLU", "RReLU", "Softmax2d",
+    "Softshrink", "Softsign", "Tanhshrink", "Threshold", "AlphaDropout", "FeatureAlphaDropout", "Dropout3d",
+    "CosineSimilarity", "PairwiseDistance", "GaussianNLLLoss", "HingeEmbeddingLoss", "MarginRankingLoss",
+    "MultiLabelMarginLoss", "MultiLabelSoftMarginLoss", "MultiMarginLoss", "PoissonNLLLoss", "SoftMarginLoss",
+    "TripletMarginLoss", "TripletMarginWithDistanceLoss",
 ]

@@ -1,7 +1,10 @@
 """Activation layers: thin wrappers over ``clgrad.nn.functional``, with PyTorch's reprs."""
 from __future__ import annotations
 
+from ...ops.creation import empty
 from .. import functional as F
+from .. import init
+from ..parameter import Parameter
 from .activation_mha import MultiheadAttention  # noqa: F401 - PyTorch's home of MultiheadAttention
 from .module import Module
 
@@ -142,3 +145,131 @@ class LogSoftmax(Softmax):
 
 class Softmin(Softmax):
     _fn = staticmethod(F.softmin)
+
+
+# ---- the rest of torch.nn's activations -------------------------------------------------------------------
+class CELU(Module):
+    def __init__(self, alpha: float = 1.0, inplace: bool = False):
+        super().__init__()
+        self.alpha, self.inplace = alpha, inplace
+
+    def forward(self, input):
+        return F.celu(input, self.alpha, self.inplace)
+
+    def extra_repr(self) -> str:
+        return f"alpha={self.alpha}" + _inplace(self.inplace, ", ")
+
+
+class Hardsigmoid(_Inplace):
+    _fn = staticmethod(F.hardsigmoid)
+
+    def extra_repr(self) -> str:  # PyTorch's repr shows no inplace flag here
+        return ""
+
+
+class Hardswish(Hardsigmoid):
+    _fn = staticmethod(F.hardswish)
+
+
+class _Plain(Module):
+    """An activation without options."""
+
+    _fn = None
+
+    def forward(self, input):
+        return type(self)._fn(input)
+
+
+class LogSigmoid(_Plain):
+    _fn = staticmethod(F.logsigmoid)
+
+
+class Softsign(_Plain):
+    _fn = staticmethod(F.softsign)
+
+
+class Tanhshrink(_Plain):
+    _fn = staticmethod(F.tanhshrink)
+
+
+class Threshold(Module):
+    def __init__(self, threshold: float, value: float, inplace: bool = False):
+        super().__init__()
+        self.threshold, self.value, self.inplace = threshold, value, inplace
+
+    def forward(self, input):
+        return F.threshold(input, self.threshold, self.value, self.inplace)
+
+    def extra_repr(self) -> str:
+        return f"threshold={self.threshold}, value={self.value}" + _inplace(self.inplace, ", ")
+
+
+class Hardshrink(Module):
+    _fn = staticmethod(F.hardshrink)
+
+    def __init__(self, lambd: float = 0.5):
+        super().__init__()
+        self.lambd = lambd
+
+    def forward(self, input):
+        return type(self)._fn(input, self.lambd)
+
+    def extra_repr(self) -> str:
+        return str(self.lambd)
+
+
+class Softshrink(Hardshrink):
+    _fn = staticmethod(F.softshrink)
+
+
+class GLU(Module):
+    def __init__(self, dim: int = -1):
+        super().__init__()
+        self.dim = dim
+
+    def forward(self, input):
+        return F.glu(input, self.dim)
+
+    def extra_repr(self) -> str:
+        return f"dim={self.dim}"
+
+
+class PReLU(Module):
+    """``x`` for x > 0, else ``weight * x``; ``weight`` holds ``num_parameters`` learnt slopes (1, or one per
+    channel), each starting at ``init``."""
+
+    def __init__(self, num_parameters: int = 1, init: float = 0.25, device=None, dtype=None):
+        super().__init__()
+        self.num_parameters, self.init = num_parameters, init
+        self.weight = Parameter(empty(num_parameters, device=device, dtype=dtype))
+        self.reset_parameters()
+
+    def reset_parameters(self) -> None:
+        init.constant_(self.weight, self.init)
+
+    def forward(self, input):
+        return F.prelu(input, self.weight)
+
+    def extra_repr(self) -> str:
+        return f"num_parameters={self.num_parameters}"
+
+
+class RReLU(Module):
+    def __init__(self, lower: float = 1.0 / 8, upper: float = 1.0 / 3, inplace: bool = False):
+        super().__init__()
+        self.lower, self.upper, self.inplace = lower, upper, inplace
+
+    def forward(self, input):
+        return F.rrelu(input, self.lower, self.upper, self.training, self.inplace)
+
+    def extra_repr(self) -> str:
+        return f"lower={self.lower}, upper={self.upper}" + _inplace(self.inplace, ", ")
+
+
+class Softmax2d(Module):
+    """Softmax over the channels of a (N, C, H, W) or (C, H, W) input."""
+
+    def forward(self, input):
+        if input.dim() not in (3, 4):
+            raise ValueError(f"Softmax2d: expected input to be 3D or 4D, got {input.dim()}D instead")
+        return F.softmax(input, -3, _stacklevel=5)

@@ -31,3 +31,18 @@ class Dropout1d(_DropoutNd):
 
 class Dropout2d(_DropoutNd):
     _fn = staticmethod(F.dropout2d)
+
+
+class Dropout3d(_DropoutNd):
+    _fn = staticmethod(F.dropout3d)
+
+
+class AlphaDropout(_DropoutNd):
+    """Dropout that keeps SELU's self-normalization: dropped values become SELU's negative saturation value and
+    the result is rescaled to keep mean and variance."""
+
+    _fn = staticmethod(F.alpha_dropout)
+
+
+class FeatureAlphaDropout(_DropoutNd):
+    _fn = staticmethod(F.feature_alpha_dropout)

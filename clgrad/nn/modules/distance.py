@@ -1,0 +1,27 @@
+"""Distance layers: ``nn.PairwiseDistance`` and ``nn.CosineSimilarity`` over ``clgrad/ops/distance.py``."""
+from __future__ import annotations
+
+from .. import functional as F
+from .module import Module
+
+
+class PairwiseDistance(Module):
+    """``||x1 - x2 + eps||_p`` over the last dim: ``nn.PairwiseDistance(p=1.0)(a, b)``."""
+
+    def __init__(self, p: float = 2.0, eps: float = 1e-6, keepdim: bool = False):
+        super().__init__()
+        self.norm, self.eps, self.keepdim = p, eps, keepdim
+
+    def forward(self, x1, x2):
+        return F.pairwise_distance(x1, x2, self.norm, self.eps, self.keepdim)
+
+
+class CosineSimilarity(Module):
+    """The cosine of the angle between ``x1`` and ``x2`` along ``dim``: ``nn.CosineSimilarity(dim=1)(a, b)``."""
+
+    def __init__(self, dim: int = 1, eps: float = 1e-8):
+        super().__init__()
+        self.dim, self.eps = dim, eps
+
+    def forward(self, x1, x2):
+        return F.cosine_similarity(x1, x2, self.dim, self.eps)
