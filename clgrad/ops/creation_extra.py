@@ -8,14 +8,14 @@ import operator
 import numpy as np
 
 from .. import dtypes as D
-from ..device import resolve
 from ..autograd.function import Function
 from ..autograd.graph import needs_graph
+from ..device import resolve
 from ..tensor import Tensor, is_tensor
 from . import copy as C
 from .creation import _creation_args, _finish, _from_host, _linspace_values, _number
 from .guard import tensor_first
-from .views import as_size, wrap_dim
+from .views import wrap_dim
 
 __all__ = ["empty_strided", "empty_permuted", "logspace", "scalar_tensor", "fill", "fill_", "zero_"]
 
