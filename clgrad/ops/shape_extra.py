@@ -358,6 +358,8 @@ def resize_(self, *sizes, memory_format=None):
         if old:
             bigger[:old].copy_(self._view((old,), (1,), 0))
         self._assign(bigger._storage, self.dtype, shape, strides, self._offset)
+        if self._base is not None:
+            self._base = None  # no longer a view: its memory is its own now
     else:
         self._assign(self._storage, self.dtype, shape, strides, self._offset)
     return self

@@ -169,9 +169,13 @@ def test_gradcheck(device, case):
     assert quiet_gradcheck(gradcheck, fn, _grad_input(shape, device), **grad_precision(device)[1])
 
 
-def test_unfold_gradgradcheck(device):
-    fn = next(c[2] for c in GRADS if c[0] == "unfold-overlap")
-    assert quiet_gradcheck(gradgradcheck, fn, _grad_input((2, 5), device), **grad_precision(device)[1])
+@pytest.mark.parametrize("name", ["unfold-overlap", "repeat_interleave-t", "rot90", "constant_pad_nd"])
+def test_gradgradcheck(device, name):
+    _, shape, fn = next(c for c in GRADS if c[0] == name)
+    assert quiet_gradcheck(gradgradcheck, fn, _grad_input(shape, device), **grad_precision(device)[1])
+
+
+def test_unfold_node_name(device):
     x = _grad_input((4,), device)[0]
     assert x.unfold(0, 2, 1).grad_fn.name() == "UnfoldBackward0"
 
@@ -182,12 +186,17 @@ def test_resize(device):
     assert x.resize_(2, 2) is x and x.shape == (2, 2) and x._storage is storage
     np.testing.assert_array_equal(to_numpy(x), [[0, 1], [2, 3]])
     x.resize_(3, 3)  # beyond the storage: the old elements stay, in a new bigger storage
-    assert x.shape == (3, 3) and x.is_contiguous()
+    assert x.shape == (3, 3) and x.is_contiguous() and x._storage is not storage
     np.testing.assert_array_equal(to_numpy(x).reshape(-1)[:6], np.arange(6.0))
     y = clgrad.zeros(1, device=device).resize_as_(clgrad.ones(2, 3))
     assert y.shape == (2, 3)
     z = clgrad.empty(1, 2, 3, 4, device=device).resize_(2, 3, 4, 5, memory_format=clgrad.channels_last)
     assert z.stride() == (60, 1, 15, 3)
+    v = clgrad.arange(8.0, device=device)[2:4]
+    v.resize_(1)  # a view that shrinks stays a view of the same memory
+    assert v._base is not None and v.item() == 2.0
+    v.resize_(10)
+    assert v._base is None and v.shape == (10,) and to_numpy(v)[0] == 2.0
     with pytest.raises(RuntimeError, match="cannot resize variables that require grad"):
         clgrad.ones(2, requires_grad=True).resize_(3)
     with pytest.raises(RuntimeError, match="negative dimension"):
