@@ -66,7 +66,7 @@ _special.install(Tensor)
 from .special_random import _sample_dirichlet, _standard_gamma  # noqa: E402,F401
 from . import distributions  # noqa: E402,F401
 # issue 17: shape/creation/random breadth (the *_copy views, rot90, logspace, cauchy_, ...)
-from .ops import shape_extra as _shape_extra, creation_extra as _creation_extra  # noqa: E402
+from .ops import shape_extra as _shape_extra  # noqa: E402
 from . import random_extra as _random_extra  # noqa: E402
 from .ops.shape_extra import *  # noqa: F401,F403,E402
 from .ops.creation_extra import *  # noqa: F401,F403,E402
