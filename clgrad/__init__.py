@@ -71,6 +71,15 @@ from .ops.special import polygamma, mvlgamma, _standard_gamma_grad  # noqa: E402
 _special.install(Tensor)
 from .special_random import _sample_dirichlet, _standard_gamma  # noqa: E402,F401
 from . import distributions  # noqa: E402,F401
+# issue 17: shape/creation/random breadth (the *_copy views, rot90, logspace, cauchy_, ...)
+from .ops import shape_extra as _shape_extra  # noqa: E402
+from . import random_extra as _random_extra  # noqa: E402
+from .ops.shape_extra import *  # noqa: F401,F403,E402
+from .ops.creation_extra import *  # noqa: F401,F403,E402
+from .random_extra import *  # noqa: F401,F403,E402
+
+_shape_extra.install(Tensor)
+_random_extra.install(Tensor)
 
 
 globals().update(_FUNCS)
