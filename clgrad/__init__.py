@@ -33,6 +33,8 @@ from .ops.pooling import *  # noqa: F401,F403
 from .ops.nnops import *  # noqa: F401,F403
 from .ops.norms import *  # noqa: F401,F403
 from .ops.pixel import *  # noqa: F401,F403
+from .ops.scatter_extra import *  # noqa: F401,F403
+from .ops.search import *  # noqa: F401,F403
 from . import autograd, datasets, distributed, nn, optim, profiler, utils  # noqa: F401
 from . import onnx  # noqa: F401 - clgrad.onnx.export (the onnx package loads only when it runs)
 from . import linalg  # noqa: F401

@@ -25,6 +25,7 @@ from . import (
     rearrange,
     reduction,
     scans,
+    scatter_extra,
     sparse,
     stats,
 )
@@ -193,6 +194,7 @@ def install(T) -> None:
 
     for module in (reduction, linalg, random, indexing, gather, joins, rearrange, scans, stats, conv, pooling, nnops, norms):
         module.install(T)
+    scatter_extra.install(T)  # scatter_reduce, index_reduce, masked_scatter, *_scatter, unique_consecutive
 
     # views: raw shape arithmetic, or a Function when autograd records
     for name, fn in [("view", S.view), ("reshape", S.reshape), ("squeeze", S.squeeze), ("unsqueeze", S.unsqueeze)]:
