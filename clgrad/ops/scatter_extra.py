@@ -17,8 +17,8 @@ import numpy as np
 
 from .. import dtypes as D
 from ..autograd.function import Function
-from ..autograd.graph import inplace, needs_graph
 from ..autograd.grad_mode import no_grad
+from ..autograd.graph import inplace, needs_graph
 from ..tensor import is_tensor
 from . import views as V
 from .creation import arange, tensor, zeros
