@@ -63,6 +63,13 @@ def _row_major(shape) -> list:
     return strides
 
 
+def _check_bounds(index, dim: int, size: int) -> None:
+    """The positions below fold ``index`` into flat offsets, so an index out of range must fail first."""
+    bad = index[(index < 0) | (index >= size)]
+    if bad.numel():
+        raise RuntimeError(f"index {int(bad[0].item())} is out of bounds for dimension {dim} with size {size}")
+
+
 def _extreme(x, dim: int, index, src, reduce: str, include_self: bool):
     """scatter_reduce amax/amin without a graph: two stable sorts put every target's values in order."""
     with no_grad():
@@ -72,6 +79,7 @@ def _extreme(x, dim: int, index, src, reduce: str, include_self: bool):
         out = x1.contiguous().clone()
         if i1.numel() == 0:
             return out.reshape(x._shape)
+        _check_bounds(i1, dim, x1._shape[dim])
         flat = out.reshape(-1)
         pos = _positions(x1._shape, dim, i1).reshape(-1)
         vals = _head(s1, i1).reshape(-1)
