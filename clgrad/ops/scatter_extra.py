@@ -316,7 +316,7 @@ def unravel_index(indices, shape):
     if not is_tensor(indices):
         indices = tensor(indices)
     if indices.dtype.kind not in "iu":
-        raise TypeError(f"expected 'indices' to be integer dtype, but got torch.{indices.dtype.scalar_name}")
+        raise TypeError(f"expected 'indices' to be integer dtype, but got {indices.dtype}")
     shape = (shape,) if isinstance(shape, Integral) else tuple(int(n) for n in shape)
     if any(n < 0 for n in shape):
         raise ValueError(f"'shape' cannot have negative values, but got {shape}")
