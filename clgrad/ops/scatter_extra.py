@@ -170,6 +170,8 @@ def _scatter_reduce(x, dim, index, src, reduce, include_self, in_place: bool):
         raise RuntimeError(f"reduce argument must be either sum, prod, mean, amax or amin, got {reduce}")
     if not is_tensor(src):
         raise TypeError(f"scatter_reduce(): argument 'src' must be Tensor, not {type(src).__name__}")
+    if reduce == "mean" and x.dtype is D.bool:
+        raise NotImplementedError("\"scatter_reduce_mean\" not implemented for 'Bool'")
     d = V.wrap_dim(dim, x.dim())
     _scatter_checks("scatter_reduce", x, d, index, src)
     index = index.to(x.device, D.int64)
@@ -330,9 +332,10 @@ def unravel_index(indices, shape):
 def _tri_indices(which, row, col, offset, dtype, device):
     dt = D.int64 if dtype is None else dtype
     if dt not in (D.int64, D.int32):
-        raise RuntimeError(f"\"{which}_indices\" not implemented for '{dt.scalar_name}'")
-    if row < 0 or col < 0:
-        raise RuntimeError(f"{which}_indices: row and col must be non-negative, but got row = {row}, col = {col}")
+        raise NotImplementedError(f"\"{which}_indices\" not implemented for '{dt.scalar_name}'")
+    for name, n in (("row", row), ("col", col)):
+        if n < 0:
+            raise RuntimeError(f"{name} must be non-negative, got{n}")
     rows, cols = (np.tril_indices if which == "tril" else np.triu_indices)(row, offset, col)
     return tensor(np.stack([rows, cols]).astype(np.int64).reshape(2, -1), dtype=dt, device=device)
 

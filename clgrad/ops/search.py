@@ -7,6 +7,8 @@ That is O((n + m) log(n + m)) per row on every backend, deterministic, with no c
 """
 from __future__ import annotations
 
+import math
+
 from .. import dtypes as D
 from ..autograd.grad_mode import no_grad
 from ..tensor import is_tensor
@@ -37,7 +39,8 @@ def _rows(seq, values):
             "torch.searchsorted(): boundaries tensor should be 1 dimension or the first N-1 dimensions of boundaries "
             f"tensor and input value tensor must match, but we got boundaries tensor {list(seq._shape)} and input "
             f"value tensor {list(values._shape)}")
-    return seq.reshape(-1, seq._shape[-1]), values.reshape(-1, values._shape[-1] if values.dim() else 1)
+    rows = math.prod(seq._shape[:-1])
+    return seq.reshape(rows, seq._shape[-1]), values.reshape(rows, values._shape[-1])
 
 
 def _insertion_points(seq, vals, right: bool):

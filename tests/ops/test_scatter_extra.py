@@ -12,7 +12,8 @@ from tests.conftest import fp64_ok
 from tests.helpers import assert_close, grad_precision, make
 
 torch = pytest.importorskip("torch")
-pytestmark = pytest.mark.filterwarnings("ignore:index_reduce\\(\\) is in beta")
+pytestmark = [pytest.mark.filterwarnings("ignore:index_reduce\\(\\) is in beta"),
+              pytest.mark.filterwarnings("ignore:Input #")]  # gradcheck in float32 on devices without fp64
 
 IDX = np.array([[0, 1, 0, 2], [2, 2, 0, 0], [1, 1, 1, 0]])  # duplicates in every column and row
 
@@ -45,7 +46,7 @@ def test_scatter_reduce(device, reduce, include_self):
     for dt, layout in ((_fdt(device), "transposed"), ("int64", "contiguous")):
         x, src = _values(rng, (3, 5), dt), _values(rng, (4, 6), dt)  # src larger than index
         for dim, idx in ((0, IDX), (1, IDX.clip(0, 4))):
-            _both(device, lambda L, a, i, s: a.scatter_reduce(dim, i, s, reduce, include_self=include_self),
+            _both(device, lambda L, a, i, s, dim=dim: a.scatter_reduce(dim, i, s, reduce, include_self=include_self),
                   x, idx, src, layout=layout)
 
 
@@ -69,9 +70,11 @@ def test_scatter_reduce_inplace_and_errors(device):
     with pytest.raises(RuntimeError, match="reduce argument must be either sum, prod, mean, amax or amin"):
         x.scatter_reduce(0, clgrad.tensor([0], device=device), x, "max")
     with pytest.raises(RuntimeError, match="Expected self.dtype to be equal to src.dtype"):
-        x.scatter_reduce(0, clgrad.tensor([0], device=device), x.double(), "sum")
-    with pytest.raises(RuntimeError):
+        x.scatter_reduce(0, clgrad.tensor([0], device=device), x.long(), "sum")
+    with pytest.raises(RuntimeError, match="index 3 is out of bounds for dimension 0 with size 3"):
         x.scatter_reduce(0, clgrad.tensor([3], device=device), x, "amax")  # out of range
+    with pytest.raises(NotImplementedError, match="not implemented for 'Bool'"):
+        x.bool().scatter_reduce(0, clgrad.tensor([0], device=device), x.bool(), "mean")
 
 
 @pytest.mark.parametrize("reduce", ["prod", "mean", "amax", "amin"])
@@ -81,8 +84,8 @@ def test_index_reduce(device, reduce):
     x, src = _values(rng, (4, 3), dt), _values(rng, (4, 5), dt)
     idx = np.array([0, 2, 0, 1, 2])
     for include_self in (True, False):
-        _both(device, lambda L, a, i, s: a.index_reduce(1, i, s, reduce, include_self=include_self), x, idx, src)
-        _both(device, lambda L, a, i, s: a.clone().index_reduce_(1, i, s, reduce, include_self=include_self),
+        _both(device, lambda L, a, i, s, inc=include_self: a.index_reduce(1, i, s, reduce, include_self=inc), x, idx, src)
+        _both(device, lambda L, a, i, s, inc=include_self: a.clone().index_reduce_(1, i, s, reduce, include_self=inc),
               x, idx, src)
     xi, si = x.astype(np.int64), src.astype(np.int64)
     _both(device, lambda L, a, i, s: L.index_reduce(a, 1, i, s, reduce), xi, idx, si)
@@ -142,7 +145,7 @@ def test_view_scatter_errors(device):
 def test_unravel_and_tri_indices(device):
     for shape in ((2, 3), 7, (2, 1, 4)):
         flat = np.array([[0, 5, -1], [6, 3, 2]])
-        _both(device, lambda L, i: L.unravel_index(i, shape), flat)
+        _both(device, lambda L, i, shape=shape: L.unravel_index(i, shape), flat)
     for row, col, off in ((3, 3, 0), (4, 2, 1), (2, 5, -1), (0, 3, 0), (3, 4, 7)):
         for fn in ("tril_indices", "triu_indices"):
             ours = getattr(clgrad, fn)(row, col, off, device=device)
@@ -185,7 +188,8 @@ def test_scatter_reduce_gradcheck(device, reduce):
         out = x.scatter_reduce(0, idx, s, reduce, include_self=include_self)
         if reduce in ("prod", "amax", "amin"):
             assert out.grad_fn.name().split("::")[-1] == "ScatterReduceBackward0"
-        assert gradcheck(lambda a, b: a.scatter_reduce(0, idx, b, reduce, include_self=include_self), [x, s], **kw)
+        assert gradcheck(lambda a, b, inc=include_self: a.scatter_reduce(0, idx, b, reduce, include_self=inc), [x, s],
+                         **kw)
     (x, s), kw = _grad_inputs(device, rng, (3,), (4,))
     i1 = clgrad.tensor([0, 2, 0, 2], device=device)
     assert gradcheck(lambda a, b: a.index_reduce(0, i1, b, reduce if reduce != "sum" else "mean"), [x, s], **kw)
