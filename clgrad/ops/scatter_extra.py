@@ -21,8 +21,9 @@ from ..autograd.grad_mode import no_grad
 from ..autograd.graph import inplace, needs_graph
 from ..tensor import is_tensor
 from . import views as V
-from .creation import arange, tensor, zeros
+from .creation import arange, full, tensor, zeros
 from .gather import _pad_to, _scatter_checks, gather, scatter, scatter_add
+from .guard import tensor_first
 from .joins import cat
 from .math import where
 from .scans import argsort, cumsum
@@ -107,8 +108,8 @@ def _prod(x, dim: int, index, src, include_self: bool):
 def _mean(x, dim: int, index, src, include_self: bool):
     base = x if include_self else scatter(x, dim, index, 0)
     total = scatter_add(base, dim, index, src)
-    count = scatter_add(zeros(x._shape, dtype=x.dtype, device=x.device) + int(include_self), dim, index,
-                        _head(src, index).detach() * 0 + 1)
+    count = scatter_add(full(x._shape, int(include_self), dtype=x.dtype, device=x.device), dim, index,
+                        full(index._shape, 1, dtype=x.dtype, device=x.device))
     count = where(count == 0, 1, count)
     if x.dtype.kind == "f":
         return total / count
@@ -382,3 +383,7 @@ def install(T) -> None:
     for fn in (scatter_reduce, scatter_reduce_, index_reduce, index_reduce_, masked_scatter, masked_scatter_,
                select_scatter, slice_scatter, diagonal_scatter, as_strided_scatter, unique_consecutive):
         setattr(T, fn.__name__, fn)
+
+
+# a list or a number where a tensor belongs raises PyTorch's TypeError (see guard.py)
+tensor_first(globals(), __all__)

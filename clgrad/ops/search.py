@@ -13,6 +13,7 @@ from .. import dtypes as D
 from ..autograd.grad_mode import no_grad
 from ..tensor import is_tensor
 from .creation import tensor, zeros
+from .guard import tensor_first
 from .joins import cat
 from .scans import argsort, cumsum, sort
 
@@ -124,3 +125,7 @@ def isin(elements, test_elements, *, assume_unique=False, invert=False):
             found = (pool[at.clamp(max=pool.numel() - 1)] == e.reshape(-1)).reshape(e._shape)
     return ~found if invert else found
 
+
+
+# a list where a tensor belongs raises PyTorch's TypeError (see guard.py)
+tensor_first(globals(), __all__)

@@ -50,7 +50,7 @@ def test_scatter_reduce(device, reduce, include_self):
                   x, idx, src, layout=layout)
 
 
-@pytest.mark.parametrize("reduce", ["amax", "amin", "sum", "prod"])
+@pytest.mark.parametrize("reduce", ["amax", "amin", "sum", "prod", "mean"])
 def test_scatter_reduce_nan_and_empty(device, reduce):
     fdt = _fdt(device)
     x = np.array([1.0, np.nan, 3.0, 4.0], fdt)
