@@ -304,10 +304,35 @@ def diagonal_scatter(input, src, offset=0, dim1=0, dim2=1):  # noqa: A002
     return _into_view(input, src, lambda t: t.diagonal(offset, dim1, dim2))
 
 
+def _memory_offsets(shape, strides, offset: int, device):
+    """The storage offset of every element of a view with ``shape``/``strides``/``offset``."""
+    at = full(tuple(shape), offset, dtype=D.int64, device=device)
+    for k, (n, step) in enumerate(zip(shape, strides)):
+        if n > 1 and step:
+            at = at + arange(n, device=device).reshape([n if j == k else 1 for j in range(len(shape))]) * step
+    return at.reshape(-1)
+
+
 def as_strided_scatter(input, src, size, stride, storage_offset=None):  # noqa: A002
-    """A copy of ``input`` with ``src`` written into ``as_strided(size, stride, storage_offset)`` of a
-    row-major copy of ``input`` (PyTorch uses the clone's layout, which is the same for a contiguous input)."""
-    return _into_view(input, src, lambda t: t.as_strided(size, stride, storage_offset or 0))
+    """A copy of ``input`` with ``src`` written into ``input.as_strided(size, stride, storage_offset)``: the
+    view's storage offsets are matched against ``input``'s own (an offset no element of ``input`` has is
+    dropped, as in PyTorch)."""
+    x, dev = input, input.device
+    off = x._offset if storage_offset is None else int(storage_offset)
+    x.detach().as_strided(size, stride, off)  # the view must fit in input's storage
+    if tuple(src._shape) != tuple(size):
+        raise RuntimeError("expected src to have a size equal to the slice of self. src size = "
+                           f"{list(src._shape)}, slice size = {list(size)}")
+    if x.numel() == 0 or src.numel() == 0:
+        return x.clone()
+    extent = x._offset + sum((n - 1) * s for n, s in zip(x._shape, x._strides)) + 1
+    table = full((extent,), -1, dtype=D.int64, device=dev)  # storage offset -> input's row-major position
+    table[_memory_offsets(x._shape, x._strides, x._offset, dev)] = arange(x.numel(), device=dev)
+    at = _memory_offsets(tuple(size), tuple(stride), off, dev)
+    pos = where(at < extent, table[at.clamp(max=extent - 1)], -1)
+    keep = pos >= 0
+    flat = x.reshape(-1)
+    return flat.index_copy(0, pos[keep], src.to(x.dtype).reshape(-1)[keep]).reshape(x._shape)
 
 
 # ---- index helpers ---------------------------------------------------------------------------------

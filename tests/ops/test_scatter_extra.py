@@ -224,3 +224,18 @@ def test_masked_scatter_grad_and_inplace_graph(device):
     y.sum().backward()
     assert_close(s.grad, np.array([1, 1, 1, 1, 0], s.dtype.np))
     assert_close(x.grad, (~m).to(x.dtype).cpu().numpy())
+
+
+@pytest.mark.parametrize("args", [((2,), (1,), 0), ((2,), (1,), 4), ((2,), (1,)), ((2, 2), (1, 4), 1)])
+def test_as_strided_scatter_uses_input_storage_offsets(device, args):
+    """The view's offsets are input's storage offsets (transposed, strided, offset inputs), as in PyTorch."""
+    makers = (lambda L, **kw: L.arange(12.0, **kw).reshape(3, 4).t(),
+              lambda L, **kw: L.arange(24.0, **kw).reshape(3, 8)[:, ::2],
+              lambda L, **kw: L.arange(10.0, **kw)[3:])
+    for mk in makers:
+        src = -np.arange(1.0, 1 + np.prod(args[0]), dtype=np.float32).reshape(args[0])
+        expected = torch.as_strided_scatter(mk(torch), torch.from_numpy(src), *args)
+        got = clgrad.as_strided_scatter(mk(clgrad, device=device), clgrad.tensor(src, device=device), *args)
+        assert_close(got, expected.numpy())
+    with pytest.raises(RuntimeError):  # beyond input's storage
+        clgrad.as_strided_scatter(makers[2](clgrad, device=device), clgrad.ones(2, device=device), (2,), (1,), 9)
