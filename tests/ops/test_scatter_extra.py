@@ -239,3 +239,17 @@ def test_as_strided_scatter_uses_input_storage_offsets(device, args):
         assert_close(got, expected.numpy())
     with pytest.raises(RuntimeError):  # beyond input's storage
         clgrad.as_strided_scatter(makers[2](clgrad, device=device), clgrad.ones(2, device=device), (2,), (1,), 9)
+
+
+@pytest.mark.parametrize("reduce", ["sum", "prod", "mean", "amax", "amin"])
+def test_scatter_reduce_inplace_on_view_grads_like_torch(device, reduce):
+    res = []
+    for L, kw in ((torch, {}), (clgrad, dict(device=device))):
+        x = L.tensor([1.0, 5.0, 3.0, 2.0], requires_grad=True, **kw)
+        s = L.tensor([4.0, 2.0, 6.0], requires_grad=True, **kw)
+        y = x * 2
+        y[1:].scatter_reduce_(0, L.tensor([0, 0, 2], **kw), s, reduce, include_self=False)
+        (y * L.tensor([1.0, 2.0, 3.0, 4.0], **kw)).sum().backward()
+        res.append([t.detach().cpu().numpy() for t in (y, x.grad, s.grad)])
+    for ours, theirs in zip(res[1], res[0]):
+        np.testing.assert_allclose(ours, theirs, rtol=1e-6)
