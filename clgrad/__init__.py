@@ -40,6 +40,8 @@ from . import linalg  # noqa: F401
 from .ops.activations import *  # noqa: F401,F403
 from .ops.distance import *  # noqa: F401,F403
 from .ops.losses_extra import *  # noqa: F401,F403
+from .ops.scatter_extra import *  # noqa: F401,F403
+from .ops.search import *  # noqa: F401,F403
 from . import autograd, datasets, distributed, nn, optim, profiler, utils  # noqa: F401
 from . import onnx  # noqa: F401 - clgrad.onnx.export (the onnx package loads only when it runs)
 from .serialization import CheckpointError, load, save  # noqa: F401

@@ -29,6 +29,7 @@ from . import (
     rearrange,
     reduction,
     scans,
+    scatter_extra,
     sparse,
     stats,
 )
@@ -201,6 +202,7 @@ def install(T) -> None:
     calculus.install(T)
     activations.install(T)  # x.prelu, x.hardshrink
     distance.install(T)  # x.dist
+    scatter_extra.install(T)  # scatter_reduce, index_reduce, masked_scatter, *_scatter, unique_consecutive
 
     # views: raw shape arithmetic, or a Function when autograd records
     for name, fn in [("view", S.view), ("reshape", S.reshape), ("squeeze", S.squeeze), ("unsqueeze", S.unsqueeze)]:
