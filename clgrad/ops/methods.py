@@ -25,8 +25,10 @@ from . import (
     rearrange,
     reduction,
     scans,
+    scans_extra,
     sparse,
     stats,
+    stats_extra,
 )
 from . import functions as F
 from . import math as M
@@ -193,6 +195,7 @@ def install(T) -> None:
 
     for module in (reduction, linalg, random, indexing, gather, joins, rearrange, scans, stats, conv, pooling, nnops, norms):
         module.install(T)
+    scans_extra.install(T), stats_extra.install(T)  # issue 17's statistics
 
     # views: raw shape arithmetic, or a Function when autograd records
     for name, fn in [("view", S.view), ("reshape", S.reshape), ("squeeze", S.squeeze), ("unsqueeze", S.unsqueeze)]:
