@@ -12,7 +12,6 @@ from __future__ import annotations
 from .. import dtypes as D
 from ..autograd.graph import needs_graph
 from . import reduction as R
-from . import shape as S
 from .creation import arange
 from .gather import gather
 from .guard import tensor_first
@@ -28,8 +27,8 @@ def _doubling_scan(x, dim: int, combine):
     """Inclusive scan of ``x`` along ``dim`` with an associative ``combine(earlier, later)``."""
     n, k = x.shape[dim], 1
     while k < n:
-        head = S.narrow(x, dim, 0, k)
-        tail = combine(S.narrow(x, dim, 0, n - k), S.narrow(x, dim, k, n - k))
+        head = x.narrow(dim, 0, k)
+        tail = combine(x.narrow(dim, 0, n - k), x.narrow(dim, k, n - k))
         x = cat([head, tail], dim)
         k *= 2
     return x

@@ -29,7 +29,6 @@ __all__ = ["quantile", "nanquantile", "nanmedian", "mode", "cov", "corrcoef", "h
            "renorm"]
 
 _INTERPOLATIONS = ("linear", "lower", "higher", "midpoint", "nearest")
-RETURN_TYPES = {name: type(name, (R._ReturnType,), {"_name": name, "__slots__": ()}) for name in ("nanmedian", "mode")}
 
 
 class _Histogram(tuple):
@@ -43,6 +42,10 @@ class _Histogram(tuple):
 
     def __repr__(self) -> str:
         return f"clgrad.return_types.histogram(\nhist={self[0]!r},\nbin_edges={self[1]!r})"
+
+
+RETURN_TYPES = {name: type(name, (R._ReturnType,), {"_name": name, "__slots__": ()}) for name in ("nanmedian", "mode")}
+RETURN_TYPES["histogram"] = type("histogram", (_Histogram,), {"__slots__": ()})
 
 
 # ---- quantile / nanquantile ---------------------------------------------------------------------
@@ -85,7 +88,7 @@ def _ranks(sorted_, q, interpolation: str, ignore_nan: bool):
 
 def _quantile(name: str, input, q, dim, keepdim, interpolation, ignore_nan):
     if interpolation not in _INTERPOLATIONS:
-        raise RuntimeError(f"{name}() interpolation must be one of linear, lower, higher, midpoint or nearest, "
+        raise RuntimeError("quantile() interpolation must be one of linear, lower, higher, midpoint or nearest, "
                            f"but got {interpolation}")
     q, scalar_q = _quantile_q(input, q)
     if input.numel() == 0:
@@ -129,7 +132,9 @@ def nanquantile(input, q, dim=None, keepdim=False, *, interpolation="linear", ou
 def _out(result, out):
     if out is None:
         return result
-    out.resize_(result.shape) if tuple(out.shape) != tuple(result.shape) else None
+    if tuple(out.shape) != tuple(result.shape):  # torch resizes out; clgrad tensors cannot be resized
+        raise RuntimeError(f"out= must have the result's shape {list(result.shape)} (clgrad does not resize out= "
+                           f"tensors), but got {list(out.shape)}")
     return out.copy_(result)
 
 
@@ -325,8 +330,8 @@ def _histogram_edges(x, bins, range_):
                                "dimensions in the bins tensor for dimension 0")
         if bins.dtype is not x.dtype:
             raise RuntimeError(f"torch.histogramdd: input tensor and bins tensors should have the same dtype, but "
-                               f"got input with dtype {x.dtype.name} and bins for dimension 0 with dtype "
-                               f"{bins.dtype.name}")
+                               f"got input with dtype {x.dtype.scalar_name.lower()} and bins for dimension 0 "
+                               f"with dtype {bins.dtype.scalar_name.lower()}")
         if bins.numel() < 2:
             raise RuntimeError(f"torch.histogram(): bins must be > 0, but got {bins.numel() - 1} for dimension 0")
         return bins.detach()
@@ -370,7 +375,7 @@ def histogram(input, bins, *, range=None, weight=None, density=False, out=None):
         hist = hist / R.sum(hist) / widths
     if out is not None:
         _out(hist, out[0]), _out(edges, out[1])
-    return _Histogram(hist, edges)
+    return RETURN_TYPES["histogram"](hist, edges)
 
 
 # ---- dist / renorm ------------------------------------------------------------------------------
