@@ -51,9 +51,9 @@ FORWARD = [
     ("quantile-all", (3, 5), lambda m, x: m.quantile(x, 0.3)),
     ("quantile-dim", (3, 5), lambda m, x: m.quantile(x, 0.7, dim=1)),
     ("quantile-keepdim", (3, 5), lambda m, x: m.quantile(x, 0.7, 0, True)),
-    ("quantile-q1d", (4, 3), lambda m, x: m.quantile(x, m.tensor([0.0, 0.25, 1.0], dtype=x.dtype), dim=0)),
-    ("quantile-q1d-keep", (4, 3), lambda m, x: m.quantile(x, m.tensor([0.5, 0.9], dtype=x.dtype), -1, True)),
-    ("quantile-q0d-all-keep", (2, 3), lambda m, x: m.quantile(x, m.tensor(0.5, dtype=x.dtype), keepdim=True)),
+    ("quantile-q1d", (4, 3), lambda m, x: m.quantile(x, m.tensor([0.0, 0.25, 1.0], dtype=x.dtype, device=x.device), dim=0)),
+    ("quantile-q1d-keep", (4, 3), lambda m, x: m.quantile(x, m.tensor([0.5, 0.9], dtype=x.dtype, device=x.device), -1, True)),
+    ("quantile-q0d-all-keep", (2, 3), lambda m, x: m.quantile(x, m.tensor(0.5, dtype=x.dtype, device=x.device), keepdim=True)),
     ("quantile-3d", (2, 3, 4), lambda m, x: m.quantile(x, 0.4, dim=1)),
     ("nanquantile", (3, 5), lambda m, x: m.nanquantile(x, 0.6, 1)),
     ("nanmedian-all", (3, 5), lambda m, x: m.nanmedian(x)),
@@ -63,8 +63,8 @@ FORWARD = [
     ("mode-dim0", (4, 3), lambda m, x: m.mode(x, 0, keepdim=True)),
     ("cov", (3, 5), lambda m, x: m.cov(x)),
     ("cov-1d", (6,), lambda m, x: m.cov(x, correction=0)),
-    ("cov-weights", (2, 4), lambda m, x: m.cov(x, fweights=m.tensor([1, 2, 3, 1]),
-                                               aweights=m.tensor([0.5, 1.0, 2.0, 0.25], dtype=x.dtype))),
+    ("cov-weights", (2, 4), lambda m, x: m.cov(x, fweights=m.tensor([1, 2, 3, 1], device=x.device),
+                                               aweights=m.tensor([0.5, 1.0, 2.0, 0.25], dtype=x.dtype, device=x.device))),
     ("corrcoef", (3, 5), lambda m, x: m.corrcoef(x)),
     ("corrcoef-1d", (5,), lambda m, x: m.corrcoef(x)),
     ("logcumsumexp", (3, 5), lambda m, x: m.logcumsumexp(x, 1)),
@@ -95,11 +95,10 @@ def test_forward(device, name, shape, fn):
 
 
 @pytest.mark.parametrize("interpolation", INTERPOLATIONS)
-@pytest.mark.parametrize("nan", [False, True])
-def test_quantile_interpolations(device, interpolation, nan):
+def test_quantile_interpolations(device, interpolation):
+    """Ties, a row with one NaN and a row of only NaN."""
     a = _data((4, 6), _dtype(device), distinct=False)
-    if nan:
-        a[1, 2], a[3, :] = np.nan, np.nan
+    a[1, 2], a[3, :] = np.nan, np.nan
     q = np.array([0.0, 0.1, 0.5, 0.75, 1.0], a.dtype)
     for name in ("quantile", "nanquantile"):
         ours, theirs = _both(lambda m, x, qq, name=name: getattr(m, name)(x, qq, 1, interpolation=interpolation),
@@ -119,7 +118,7 @@ def test_nanmedian_nan_rows(device):
     _check(clgrad.nanmedian(make(a, device)), torch.nanmedian(torch.tensor(a)))
 
 
-@pytest.mark.parametrize("dtype", ["int64", "int32", "bool", "float32"])
+@pytest.mark.parametrize("dtype", ["int32", "bool"])
 def test_mode_ties_and_dtypes(device, dtype):
     a = _data((5, 7), dtype if dtype != "bool" else "int64", distinct=False, seed=3)
     a = a > 0 if dtype == "bool" else a
@@ -127,7 +126,7 @@ def test_mode_ties_and_dtypes(device, dtype):
     _check(*_both(lambda m, x: m.mode(x, 0), a, device=device, layout="offset"))
 
 
-@pytest.mark.parametrize("dtype", ["int64", "int8", "bool", "float32"])
+@pytest.mark.parametrize("dtype", ["int8", "bool"])
 def test_cummax_cummin_ties_and_dtypes(device, dtype):
     a = _data((3, 9), dtype if dtype != "bool" else "int64", distinct=False, seed=4)
     a = a > 0 if dtype == "bool" else a
@@ -164,7 +163,7 @@ HIST = [
     ("histc-const", lambda m, x: m.histc(x * 0 + 2, bins=4)),
     ("histogram", lambda m, x: m.histogram(x, 5)),
     ("histogram-range", lambda m, x: m.histogram(x, 3, range=(-1.0, 2.0), density=True)),
-    ("histogram-edges", lambda m, x: m.histogram(x, m.tensor([-2.0, 0.0, 0.5, 3.0], dtype=x.dtype))),
+    ("histogram-edges", lambda m, x: m.histogram(x, m.tensor([-2.0, 0.0, 0.5, 3.0], dtype=x.dtype, device=x.device))),
     ("histogram-weight", lambda m, x: m.histogram(x, 4, weight=x.abs(), density=True)),
     ("histogram-const", lambda m, x: m.histogram(x * 0 + 2, 4)),
 ]
@@ -181,8 +180,8 @@ def test_histograms(device, name, fn):
 
 
 # (id, fn(module, x) -> result to differentiate); inputs have distinct values, as gradcheck needs
-GRADS = [(f"quantile-{i}", lambda m, x, i=i: m.quantile(x, m.tensor([0.2, 0.5, 1.0], dtype=x.dtype), 1,
-                                                        interpolation=i)) for i in INTERPOLATIONS] + [
+GRADS = [(f"quantile-{i}", lambda m, x, i=i: m.quantile(x, m.tensor([0.2, 0.5, 1.0], dtype=x.dtype, device=x.device), 1,
+                                                        interpolation=i)) for i in ("linear", "nearest")] + [
     ("quantile-all", lambda m, x: m.quantile(x, 0.35)),
     ("nanquantile", lambda m, x: m.nanquantile(x, 0.6, 0)),
     ("nanmedian-all", lambda m, x: m.nanmedian(x)),
@@ -207,8 +206,8 @@ def test_gradcheck(device, name, fn):
 
 
 # ties and NaN: the gradient goes where torch sends it
-TIE_GRADS = [
-    ("quantile-ties", lambda m, x: m.quantile(x, m.tensor([0.3, 0.5], dtype=x.dtype), 1)),
+TIE_GRADS = [(f"quantile-ties-{i}", lambda m, x, i=i: m.quantile(x, m.tensor([0.3, 0.5], dtype=x.dtype, device=x.device), 1,
+                                                              interpolation=i)) for i in INTERPOLATIONS] + [
     ("nanmedian-all-ties", lambda m, x: m.nanmedian(x)),
     ("mode", lambda m, x: m.mode(x, 1).values),
     ("cummax-ties", lambda m, x: m.cummax(x, 1).values),
