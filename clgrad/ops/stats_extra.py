@@ -18,7 +18,7 @@ from ..tensor import Tensor, is_tensor
 from . import reduction as R
 from . import scans as SC
 from . import scans_extra as SE
-from .creation import arange, full, linspace, zeros
+from .creation import arange, full, zeros
 from .gather import gather
 from .guard import tensor_first, user_stacklevel
 from .joins import cat
@@ -348,7 +348,29 @@ def _histogram_edges(x, bins, range_):
         lo, hi = 0.0, 1.0
     if lo == hi:
         lo, hi = lo - 0.5, hi + 0.5
-    return linspace(lo, hi, int(bins) + 1, dtype=x.dtype, device=x.device)
+    return _linspace(lo, hi, int(bins), x)
+
+
+def _linspace(lo: float, hi: float, bins: int, x):
+    """``bins + 1`` edges from ``lo`` to ``hi`` computed in ``x``'s dtype as torch's linspace computes them (the
+    first half up from ``lo``, the second down from ``hi``), so that values on an edge fall in torch's bin."""
+    lo_t, hi_t = full((), lo, dtype=x.dtype, device=x.device), full((), hi, dtype=x.dtype, device=x.device)
+    step = (hi_t - lo_t) / bins
+    idx = arange(bins + 1, device=x.device)
+    return (lo_t + step * idx).where(idx < (bins + 1) // 2, hi_t - step * (bins - idx))
+
+
+def _bins_of(x, edges, equal_width: bool):
+    """Each element's bin (all within the edges): the last edge at or below it, the right edge closing the last
+    bin. Equal-width bins guess it arithmetically and correct the guess by one against the edges (torch's local
+    search, so the edges decide as in torch); given edges are compared with every element."""
+    nbins = edges.numel() - 1
+    if not equal_width:
+        return (R.sum(x.unsqueeze(1) >= edges.unsqueeze(0), 1) - 1).clamp(0, nbins - 1)
+    lo, hi = edges[0], edges[nbins]
+    pos = ((x - lo) * nbins / (hi - lo)).floor().clamp(0, nbins - 1).to(D.int64)
+    pos = (pos - (x < edges.gather(0, pos)).to(D.int64)).clamp_min(0)
+    return pos + ((x >= edges.gather(0, pos + 1)) & (pos < nbins - 1)).to(D.int64)
 
 
 def histogram(input, bins, *, range=None, weight=None, density=False, out=None):  # noqa: A002 - torch's names
@@ -365,11 +387,9 @@ def histogram(input, bins, *, range=None, weight=None, density=False, out=None):
                            f"{list(input.shape) + [1]} and weight with shape {list(weight.shape)}")
     edges = _histogram_edges(x, bins, range)
     nbins = edges.numel() - 1
-    # each element's bin: how many edges lie at or below it, less one; the right edge closes the last bin
-    below = R.sum(x.unsqueeze(1) >= edges.unsqueeze(0), 1) if x.numel() else zeros(0, dtype=D.int64,
-                                                                                      device=x.device)
-    valid = (x >= edges[0]) & (x <= edges[nbins]) if nbins >= 0 and x.numel() else x == x
-    hist = _count(x, (below - 1).clamp(0, max(nbins - 1, 0)), valid, nbins, weight, input.dtype)
+    valid = (x >= edges[0]) & (x <= edges[nbins])
+    pos = _bins_of(x.where(valid, edges[0]), edges, not is_tensor(bins)) if x.numel() else x.to(D.int64)
+    hist = _count(x, pos, valid, nbins, weight, input.dtype)
     if density:
         widths = edges.narrow(0, 1, nbins) - edges.narrow(0, 0, nbins)
         hist = hist / R.sum(hist) / widths
@@ -381,6 +401,9 @@ def histogram(input, bins, *, range=None, weight=None, density=False, out=None):
 # ---- dist / renorm ------------------------------------------------------------------------------
 def dist(input, other, p=2):
     """The ``p``-norm of ``input - other`` (broadcast): ``clgrad.dist(x, y)`` is their Euclidean distance."""
+    if input.dtype.kind not in "fc":
+        raise RuntimeError(f"norm(): input dtype should be either floating point or complex. "
+                           f"Got {input.dtype.scalar_name} instead.")
     return vector_norm(input - other, p)
 
 
