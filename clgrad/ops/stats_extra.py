@@ -86,13 +86,13 @@ def _ranks(sorted_, q, interpolation: str, ignore_nan: bool):
     return ranks
 
 
-def _quantile(name: str, input, q, dim, keepdim, interpolation, ignore_nan):
+def _quantile(input, q, dim, keepdim, interpolation, ignore_nan):
     if interpolation not in _INTERPOLATIONS:
         raise RuntimeError("quantile() interpolation must be one of linear, lower, higher, midpoint or nearest, "
                            f"but got {interpolation}")
     q, scalar_q = _quantile_q(input, q)
     if input.numel() == 0:
-        raise RuntimeError(f"{name}() input tensor must be non-empty")
+        raise RuntimeError("quantile() input tensor must be non-empty")  # torch says quantile() for both
     if dim is None:
         rows, kept = input.reshape(-1), (1,) * input.dim()
     else:
@@ -121,12 +121,12 @@ def quantile(input, q, dim=None, keepdim=False, *, interpolation="linear", out=N
 
     >>> clgrad.quantile(clgrad.tensor([1.0, 2.0, 3.0, 4.0]), 0.5)  # tensor(2.5000)
     """
-    return _out(_quantile("quantile", input, q, dim, keepdim, interpolation, False), out)
+    return _out(_quantile(input, q, dim, keepdim, interpolation, False), out)
 
 
 def nanquantile(input, q, dim=None, keepdim=False, *, interpolation="linear", out=None):
     """``quantile`` ignoring NaN (a row of only NaN gives NaN)."""
-    return _out(_quantile("nanquantile", input, q, dim, keepdim, interpolation, True), out)
+    return _out(_quantile(input, q, dim, keepdim, interpolation, True), out)
 
 
 def _out(result, out):

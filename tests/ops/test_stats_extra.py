@@ -242,6 +242,8 @@ ERRORS = [
     lambda m: m.quantile(m.tensor(F32), 1.5),
     lambda m: m.quantile(m.tensor(F32), m.tensor([0.5, 2.0])),
     lambda m: m.quantile(m.tensor([]), 0.5),
+    lambda m: m.nanquantile(m.tensor([]), 0.5),
+    lambda m: m.nanquantile(m.tensor(F32), -0.5),
     lambda m: m.quantile(m.zeros(0, 3), 0.5, dim=0),
     lambda m: m.quantile(m.tensor(F32), m.tensor([[0.5]])),
     lambda m: m.quantile(m.tensor(F32), 0.5, interpolation="foo"),
