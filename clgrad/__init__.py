@@ -28,6 +28,8 @@ from .ops.joins import *  # noqa: F401,F403
 from .ops.rearrange import *  # noqa: F401,F403
 from .ops.scans import *  # noqa: F401,F403
 from .ops.stats import *  # noqa: F401,F403
+from .ops.stats_extra import *  # noqa: F401,F403
+from .ops.scans_extra import *  # noqa: F401,F403
 from .ops.conv import *  # noqa: F401,F403
 from .ops.pooling import *  # noqa: F401,F403
 from .ops.nnops import *  # noqa: F401,F403

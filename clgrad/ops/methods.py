@@ -29,9 +29,11 @@ from . import (
     rearrange,
     reduction,
     scans,
+    scans_extra,
     scatter_extra,
     sparse,
     stats,
+    stats_extra,
 )
 from . import functions as F
 from . import math as M
@@ -203,6 +205,8 @@ def install(T) -> None:
     activations.install(T)  # x.prelu, x.hardshrink
     distance.install(T)  # x.dist
     scatter_extra.install(T)  # scatter_reduce, index_reduce, masked_scatter, *_scatter, unique_consecutive
+    scans_extra.install(T)
+    stats_extra.install(T)
 
     # views: raw shape arithmetic, or a Function when autograd records
     for name, fn in [("view", S.view), ("reshape", S.reshape), ("squeeze", S.squeeze), ("unsqueeze", S.unsqueeze)]:
