@@ -1,0 +1,373 @@
+"""numpy mirrors of the looping special functions of ``kernels/special_fns.mako`` (same branches, same iteration
+counts, so the cpu backend agrees with the kernels), and the C expressions and references of the closed-form ones
+(erfcx, ndtr, log_ndtr, sinc, entr...) that the records of issue 17 in ``elementwise.py`` use.
+
+scipy is not a dependency: tests compare these with PyTorch (and scipy where installed).
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from .special import np_lgamma
+
+_SQRTPI_2 = math.sqrt(math.pi) / 2
+_2_SQRTPI = 2 / math.sqrt(math.pi)
+_SQRT2 = math.sqrt(2.0)
+_GILES_LO = (2.81022636e-08, 3.43273939e-07, -3.5233877e-06, -4.39150654e-06, 0.00021858087, -0.00125372503,
+             -0.00417768164, 0.246640727, 1.50140941)
+_GILES_HI = (-0.000200214257, 0.000100950558, 0.00134934322, -0.00367342844, 0.00573950773, -0.0076224613,
+             0.00943887047, 1.00167406, 2.83297682)
+_ZETA_A = (12.0, -720.0, 30240.0, -1209600.0, 47900160.0, -1.8924375803183791606e9, 7.47242496e10,
+           -2.950130727918164224e12, 1.1646782814350067249e14, -4.5979787224074726105e15, 1.8152105401943546773e17,
+           -7.1661652561756670113e18)
+_ERF = np.frompyfunc(math.erf, 1, 1)
+_ERFC = np.frompyfunc(math.erfc, 1, 1)
+
+
+def _erf(x):
+    return np.asarray(_ERF(x), dtype=np.float64).astype(x.dtype)
+
+
+def _erfc(x):
+    return np.asarray(_ERFC(x), dtype=np.float64).astype(x.dtype)
+
+
+def _horner(coefs, w):
+    p = np.full_like(w, coefs[0])
+    for c in coefs[1:]:
+        p = c + p * w
+    return p
+
+
+def _giles(w):
+    with np.errstate(all="ignore"):
+        return np.where(w < 5, _horner(_GILES_LO, w - 2.5), _horner(_GILES_HI, np.sqrt(w) - 3))
+
+
+def np_erfinv(y):
+    with np.errstate(all="ignore"):
+        x = _giles(-np.log((1 - y) * (1 + y))) * y
+        for _ in range(2):
+            x = x - (_erf(x) - y) / (_2_SQRTPI * np.exp(-x * x))
+        x = np.where(np.abs(y) == 1, np.copysign(np.inf, y), x)
+    return np.where(np.isnan(y) | (np.abs(y) > 1), np.nan, x).astype(y.dtype)
+
+
+def _erfcinv(q):
+    with np.errstate(all="ignore"):
+        x = _giles(-np.log(q * (2 - q))) * (1 - q)
+        for _ in range(3):
+            x = x + (_erfc(x) / q - 1) * _SQRTPI_2 * np.exp(x * x + np.log(q))
+    return np.where(q == 0, np.inf, x)
+
+
+def np_ndtri(p):
+    with np.errstate(all="ignore"):
+        mid = _SQRT2 * np_erfinv(2 * p - 1)
+        tail = np.where(p < 0.5, -_SQRT2 * _erfcinv(2 * p), _SQRT2 * _erfcinv(2 * (1 - p)))
+        out = np.where((p >= 0.25) & (p <= 0.75), mid, tail)
+    return np.where(np.isnan(p) | (p < 0) | (p > 1), np.nan, out).astype(p.dtype)
+
+
+def _bessel_ie(x, nu: int):
+    ax = np.abs(x)
+    with np.errstate(all="ignore"):
+        q = ax * ax / 4
+        t = ax / 2 if nu else np.ones_like(ax)
+        series = t
+        for k in range(1, 61):
+            t = t * (q / (x.dtype.type(k) * x.dtype.type(k + nu)))
+            series = series + t
+        series = series * np.exp(-ax)
+        t, mu = np.ones_like(ax), 4 * nu * nu
+        asym = t
+        for k in range(1, 31):
+            t = t * ((x.dtype.type((2 * k - 1) ** 2) - mu) / (x.dtype.type(8 * k) * ax))
+            asym = asym + t
+        asym = asym / np.sqrt(x.dtype.type(2 * math.pi) * ax)
+        s = np.where(ax <= 30, series, asym)
+    return np.where(x < 0, -s, s) if nu else s
+
+
+def np_i0e(x):
+    return _bessel_ie(x, 0)
+
+
+def np_i1e(x):
+    return _bessel_ie(x, 1)
+
+
+def _bessel_i(x, nu):
+    with np.errstate(all="ignore"):
+        out = _bessel_ie(x, nu) * np.exp(np.abs(x))
+    return np.where(np.isinf(x), x if nu else np.inf, out).astype(x.dtype)
+
+
+def np_i0(x):
+    return _bessel_i(x, 0)
+
+
+def np_i1(x):
+    return _bessel_i(x, 1)
+
+
+def _igamma(a, x, upper: bool):
+    a, x = np.broadcast_arrays(a, x)
+    dt = np.result_type(a, x)
+    with np.errstate(all="ignore"):
+        front = np.exp(a * np.log(x) - x - np_lgamma(a))
+        ap, dl = a.copy(), 1 / a
+        total = dl.copy()
+        for _ in range(500):
+            going = np.abs(dl) > np.abs(total) * 1e-17
+            ap = np.where(going, ap + 1, ap)
+            dl = np.where(going, dl * x / ap, dl)
+            total = np.where(going, total + dl, total)
+        p_series = total * front
+        b, c, d = x + 1 - a, np.full_like(x, 1e30), 1 / (x + 1 - a)
+        h, dl = d.copy(), np.zeros_like(x)
+        for i in range(1, 501):
+            going = np.abs(dl - 1) > 1e-17
+            an = -dt.type(i) * (dt.type(i) - a)
+            b2 = b + 2
+            d2 = an * d + b2
+            d2 = np.where(np.abs(d2) < 1e-30, dt.type(1e-30), d2)
+            c2 = b2 + an / c
+            c2 = np.where(np.abs(c2) < 1e-30, dt.type(1e-30), c2)
+            d2 = 1 / d2
+            b, c, d = np.where(going, b2, b), np.where(going, c2, c), np.where(going, d2, d)
+            dl = np.where(going, d2 * c2, dl)
+            h = np.where(going, h * dl, h)
+        q_frac = front * h
+        p = np.where(x < a + 1, p_series, 1 - q_frac)
+        q = np.where(x < a + 1, 1 - p_series, q_frac)
+        out = q if upper else p
+        out = np.where((x == 0) | np.isinf(a), 1.0 if upper else 0.0, out)
+        out = np.where((a == 0) | np.isinf(x), 0.0 if upper else 1.0, out)
+        bad = np.isnan(a) | np.isnan(x) | (a < 0) | (x < 0) | ((a == 0) & (x == 0)) | (np.isinf(a) & np.isinf(x))
+    return np.where(bad, np.nan, out).astype(dt)
+
+
+def np_igamma(a, x):
+    return _igamma(a, x, False)
+
+
+def np_igammac(a, x):
+    return _igamma(a, x, True)
+
+
+def np_zeta(x, q):
+    x, q = np.broadcast_arrays(x, q)
+    dt = np.result_type(x, q)
+    with np.errstate(all="ignore"):
+        s = np.power(q, -x)
+        a, b = q.copy(), np.zeros_like(s)
+        for i in range(2000):
+            going = (i < 9) | (a <= 9)
+            if not going.any():
+                break
+            a = np.where(going, a + 1, a)
+            b = np.where(going, np.power(a, -x), b)
+            s = np.where(going, s + b, s)
+        w = a
+        s = s + b * w / (x - 1) - 0.5 * b
+        f, k = np.ones_like(s), 0.0
+        for coef in _ZETA_A:
+            f = f * (x + k)
+            b = b / w
+            s = s + f * b / dt.type(coef)
+            k += 1
+            f = f * (x + k)
+            b = b / w
+            k += 1
+        s = np.where((q <= 0) & (q == np.floor(q)), np.inf, np.where((q <= 0) & (x != np.floor(x)), np.nan, s))
+        s = np.where((x < 1) | np.isnan(x) | np.isnan(q), np.nan, s)
+        s = np.where(x == 1, np.inf, s)
+    return s.astype(dt)
+
+
+# ---- closed forms: C expressions and references ----------------------------------------------------------
+def erfcx_c(x: str = "a") -> str:
+    """exp(x^2) erfc(x): directly up to 9 (x^2 split into hi + lo so that exp's argument is exact), the
+    asymptotic series 1/(x sqrt(pi)) sum (-1)^k (2k-1)!! / (2x^2)^k beyond (12 terms: below 1e-15 at 9)."""
+    hi = f"({x} * {x})"
+    lo = f"fma({x}, {x}, -{hi})"
+    direct = f"(exp({hi}) * ((T)1 + {lo}) * erfc({x}))"
+    w = f"((T)1 / ((T)2 * {x} * {x}))"
+    series = "(T)1"
+    for k in range(12, 0, -1):
+        series = f"((T)1 - (T){2 * k - 1} * {w} * {series})"
+    asym = f"({series} / ({x} * K(1.77245385090551602730)))"
+    return f"({x} > (T)9 ? {asym} : {direct})"
+
+
+def np_erfcx(x):
+    with np.errstate(all="ignore"):
+        hi = x * x
+        lo = _fma(x, x, -hi)
+        direct = np.exp(hi) * (1 + lo) * _erfc(x)
+        w = 1 / (2 * x * x)
+        series = np.ones_like(x)
+        for k in range(12, 0, -1):
+            series = 1 - (2 * k - 1) * w * series
+        asym = series / (x * x.dtype.type(math.sqrt(math.pi)))
+        return np.where(x > 9, asym, direct).astype(x.dtype)
+
+
+def _fma(a, b, c):
+    # exact a * b - hi in float64 through longdouble where numpy lacks fma (float32 inputs are exact in float64)
+    if a.dtype == np.float32:
+        return (a.astype(np.float64) * b.astype(np.float64) + c.astype(np.float64)).astype(np.float32)
+    return (a.astype(np.longdouble) * b.astype(np.longdouble) + c.astype(np.longdouble)).astype(a.dtype)
+
+
+NDTR_C = "(K(0.5) * erfc(-a * K(0.70710678118654752440)))"
+
+
+def np_ndtr(x):
+    return (0.5 * _erfc(-x * x.dtype.type(math.sqrt(0.5)))).astype(x.dtype)
+
+
+def log_ndtr_c() -> str:
+    """PyTorch's calc_log_ndtr: log(erfcx(-x/sqrt2)/2) - x^2/2 below -1, log1p(-erfc(x/sqrt2)/2) above."""
+    t = "(a * K(0.70710678118654752440))"
+    return (f"(a < (T)-1 ? log({erfcx_c(f'(-{t})')} / (T)2) - {t} * {t} : "
+            f"log1p(-erfc({t}) / (T)2))")
+
+
+def np_log_ndtr(x):
+    t = x * x.dtype.type(math.sqrt(0.5))
+    with np.errstate(all="ignore"):
+        return np.where(x < -1, np.log(np_erfcx(-t) / 2) - t * t, np.log1p(-_erfc(t) / 2)).astype(x.dtype)
+
+
+SINC_C = "(a == (T)0 ? (T)1 : sin(K(3.14159265358979323846) * a) / (K(3.14159265358979323846) * a))"
+
+
+def np_sinc(x):
+    with np.errstate(all="ignore"):
+        y = x.dtype.type(math.pi) * x
+        return np.where(x == 0, 1, np.sin(y) / y).astype(x.dtype)
+
+
+ENTR_C = "(isnan(a) ? a : (a > (T)0 ? -a * log(a) : (a == (T)0 ? (T)0 : -(T)INFINITY)))"
+
+
+def np_entr(x):
+    with np.errstate(all="ignore"):
+        return np.where(np.isnan(x), x, np.where(x > 0, -x * np.log(x), np.where(x == 0, 0, -np.inf))).astype(x.dtype)
+
+
+LOGADDEXP2_C = ("((isinf(a) && a == b) ? a : fmax(a, b) + log1p(exp2(-fabs(a - b))) * "
+                "K(1.44269504088896340736))")
+
+
+def np_logaddexp2(a, b):
+    with np.errstate(all="ignore"):
+        out = np.fmax(a, b) + np.log1p(np.exp2(-np.abs(a - b))) * (1 / math.log(2))
+        return np.where(np.isinf(a) & (a == b), a, out).astype(np.result_type(a, b))
+
+
+def np_xlog1py(a, b):
+    with np.errstate(all="ignore"):
+        return np.where(np.isnan(b), b, np.where(a == 0, 0, a * np.log1p(b))).astype(np.result_type(a, b))
+
+
+# frexp: the exponent as a float (converted to int32 by the front end) and the mantissa
+FREXP_EXP_C = "((a == (T)0 || !isfinite(a)) ? (T)0 : (T)(ilogb(a) + 1))"
+FREXP_MANT_C = f"((a == (T)0 || !isfinite(a)) ? a : ldexp(a, -(int){FREXP_EXP_C}))"
+
+
+def np_frexp_exponent(x):
+    return np.frexp(x)[1].astype(x.dtype)
+
+
+def np_frexp_mantissa(x):
+    return np.frexp(x)[0].astype(x.dtype)
+
+
+def np_heaviside(a, b):
+    return np.where(a == 0, b, (a > 0).astype(np.result_type(a, b))).astype(np.result_type(a, b))
+
+
+def np_signbit(a):
+    return np.signbit(a) if a.dtype.kind == "f" else a < 0
+
+
+def np_gcd(a, b):
+    return np.gcd(a, b).astype(np.result_type(a, b))
+
+
+def np_lcm(a, b):
+    with np.errstate(all="ignore"):
+        return np.lcm(a, b).astype(np.result_type(a, b))
+
+
+# ---- gradient rules (Tensor methods only; PyTorch's derivatives.yaml formulas) ----------------------------------
+class Unimplemented:
+    """A gradient PyTorch does not implement (igamma's in its first argument...): backward raises PyTorch's
+    NotImplementedError when this input needs a gradient, and nothing happens otherwise."""
+
+    def __init__(self, what: str):
+        self.what = what
+
+    def error(self) -> NotImplementedError:
+        return NotImplementedError(f"the derivative for '{self.what}' is not implemented.")
+
+
+def _is_tensor(x) -> bool:
+    return hasattr(x, "_storage")
+
+
+_SQRT_2PI = math.sqrt(2 * math.pi)
+
+
+def sinc_grad(g, a, out):
+    pa = a * math.pi
+    return ((g * (pa * pa.cos() - pa.sin()) / (pa * a)).masked_fill(a == 0, 0.0),)
+
+
+def logaddexp2_grad(g, a, b, out):
+    return g * (a - out).exp2() if _is_tensor(a) else None, g * (b - out).exp2() if _is_tensor(b) else None
+
+
+def xlog1py_grad(g, x, y, out):
+    if not _is_tensor(x):
+        gx = None
+    elif _is_tensor(y):
+        gx = (g * y.log1p()).masked_fill((x == 0) & (y <= -1), 0.0)
+    else:
+        gx = g * (math.log1p(y) if y > -1 else (-math.inf if y == -1 else math.nan))
+        gx = gx.masked_fill((x == 0) & (y <= -1), 0.0) if y <= -1 else gx
+    return gx, g * x / (y + 1) if _is_tensor(y) else None
+
+
+def i1_grad(g, a, out):
+    return ((g * (a.i0() - out / a)).where(a != 0, g * 0.5),)
+
+
+def i1e_grad(g, a, out):
+    return ((g * (a._special_i0e() - out * (a.sign() + 1 / a))).where(a != 0, g * 0.5),)
+
+
+def igamma_grad(sign: float, name: str):
+    def rule(g, a, x, out):
+        # d/dx P(a, x) = x^(a-1) e^-x / Gamma(a)
+        if not _is_tensor(x):
+            return Unimplemented(f"{name}: input"), None
+        lg = a.lgamma() if _is_tensor(a) else math.lgamma(a)
+        return Unimplemented(f"{name}: input"), sign * g * ((a - 1) * x.log() - x - lg).exp()
+
+    return rule
+
+
+def zeta_grad(g, x, q, out):
+    if not _is_tensor(q):
+        return Unimplemented("zeta"), None
+    return Unimplemented("zeta"), -g * x * q._special_zeta_of(x + 1)
+
+
+def frexp_grad(g, a, out):
+    return ((g * out / a).where(a != 0, g),)
