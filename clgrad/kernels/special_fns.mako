@@ -28,12 +28,26 @@ inline T spf_erfinv(T y) {
     for (int i = 0; i < 2; ++i) x -= (erf(x) - y) / (K(1.12837916709551257390) * exp(-x * x));
     return x;
 }
-// erfc(x) = q for 0 < q <= 1 (x >= 0): Newton on erfc, relative in q so that tiny q keeps its precision
+// exp(x^2) erfc(x): directly up to 9 (x^2 split into hi + lo so that exp's argument is exact), the asymptotic
+// series 1/(x sqrt(pi)) sum (-1)^k (2k-1)!! / (2x^2)^k beyond (12 terms: below 1e-15 at 9)
+inline T spf_erfcx(T x) {
+    if (x < (T)-26.7) return (T)INFINITY;
+    if (x <= (T)9) { T hi = x * x; return exp(hi) * ((T)1 + fma(x, x, -hi)) * erfc(x); }
+    T w = (T)1 / ((T)2 * x * x), s = (T)1;
+    for (int k = 12; k >= 1; --k) s = (T)1 - (T)(2 * k - 1) * w * s;
+    return s / (x * K(1.77245385090551602730));
+}
+// erfc(x) = q for 0 < q <= 1 (x >= 0): Newton on log(erfc(x)) = log(erfcx(x)) - x^2, finite however small q is;
+// Giles' guess, or x^2 = L - log(pi L) / 2 (L = -log q) in the far tail
 inline T spf_erfcinv(T q) {
     if (q == (T)0) return (T)INFINITY;
-    T x = spf_giles(-log(q * ((T)2 - q))) * ((T)1 - q);
-    for (int i = 0; i < 3; ++i)
-        x += (erfc(x) / q - (T)1) * K(0.88622692545275801365) * exp(x * x + log(q));
+    T lq = log(q), x;
+    if (q > K(1e-10)) x = spf_giles(-log(q * ((T)2 - q))) * ((T)1 - q);
+    else x = sqrt(-lq - K(0.5) * log(K(3.14159265358979323846) * -lq));
+    for (int i = 0; i < 3; ++i) {
+        T ex = spf_erfcx(x);
+        x += (log(ex) - x * x - lq) * ex * K(0.88622692545275801365);
+    }
     return x;
 }
 // ndtri(p): the inverse of the standard normal CDF; erfinv in the middle (2p - 1 is exact there), erfc's
@@ -61,19 +75,18 @@ inline T spf_bessel_ie(T x, int nu) {
     }
     return nu && x < (T)0 ? -s : s;
 }
-inline T spf_bessel_i(T x, int nu) {
-    if (isinf(x)) return nu ? x : (T)INFINITY;
-    return spf_bessel_ie(x, nu) * exp(fabs(x));
-}
+inline T spf_bessel_i(T x, int nu) { return spf_bessel_ie(x, nu) * exp(fabs(x)); }  // NaN at +-inf, as PyTorch
 // the regularized incomplete gamma functions P(a, x) (upper = 0) and Q(a, x) (upper = 1), PyTorch's special
 // values; the series below x = a + 1, Lentz's continued fraction above (Numerical Recipes' gser/gcf)
 inline T spf_igamma(T a, T x, int upper) {
-    if (isnan(a) || isnan(x) || a < (T)0 || x < (T)0 || (a == (T)0 && x == (T)0) || (isinf(a) && isinf(x)))
-        return (T)NAN;
+    // PyTorch's special values, in its order (igamma(nan, 0) is 0)
+    if (x < (T)0 || a < (T)0) return (T)NAN;
+    if (a == (T)0) return x > (T)0 ? (upper ? (T)0 : (T)1) : (T)NAN;
+    if (x == (T)0) return upper ? (T)1 : (T)0;
+    if (isinf(a)) return isinf(x) ? (T)NAN : (upper ? (T)1 : (T)0);
+    if (isinf(x)) return upper ? (T)0 : (T)1;
     T p;
-    if (a == (T)0 || isinf(x)) p = (T)1;
-    else if (x == (T)0 || isinf(a)) p = (T)0;
-    else {
+    {
         T front = exp(a * log(x) - x - lgamma(a));
         if (x < a + (T)1) {
             T ap = a, del = (T)1 / a, sum = del;
@@ -97,7 +110,7 @@ inline T spf_igamma(T a, T x, int upper) {
 // Hurwitz zeta(x, q): Cephes' zeta (PyTorch's): the sum up to q + 9, then Euler-Maclaurin
 inline T spf_zeta(T x, T q) {
     if (x == (T)1) return (T)INFINITY;
-    if (x < (T)1 || isnan(x) || isnan(q)) return (T)NAN;
+    if (x < (T)1) return (T)NAN;
     if (q <= (T)0) {
         if (q == floor(q)) return (T)INFINITY;
         if (x != floor(x)) return (T)NAN;
@@ -106,7 +119,10 @@ inline T spf_zeta(T x, T q) {
                      K(7.47242496e10), K(-2.950130727918164224e12), K(1.1646782814350067249e14),
                      K(-4.5979787224074726105e15), K(1.8152105401943546773e17), K(-7.1661652561756670113e18)};
     T s = pow(q, -x), a = q, b = (T)0;
-    for (int i = 0; (i < 9 || a <= (T)9) && i < 2000; ++i) { a += (T)1; b = pow(a, -x); s += b; }
+    for (int i = 0; (i < 9 || a <= (T)9) && i < 2000; ++i) {
+        a += (T)1; b = pow(a, -x); s += b;
+        if (fabs(b / s) < K(1.11022302462515654042e-16)) return s;  // Cephes' early exit (keeps zeta(inf, q<0))
+    }
     T w = a;
     s += b * w / (x - (T)1) - K(0.5) * b;
     T f = (T)1, k = (T)0;

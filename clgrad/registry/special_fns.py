@@ -57,9 +57,11 @@ def np_erfinv(y):
 
 def _erfcinv(q):
     with np.errstate(all="ignore"):
-        x = _giles(-np.log(q * (2 - q))) * (1 - q)
+        lq = np.log(q)
+        x = np.where(q > 1e-10, _giles(-np.log(q * (2 - q))) * (1 - q), np.sqrt(-lq - 0.5 * np.log(math.pi * -lq)))
         for _ in range(3):
-            x = x + (_erfc(x) / q - 1) * _SQRTPI_2 * np.exp(x * x + np.log(q))
+            ex = np_erfcx(x)
+            x = x + (np.log(ex) - x * x - lq) * ex * _SQRTPI_2
     return np.where(q == 0, np.inf, x)
 
 
@@ -101,8 +103,7 @@ def np_i1e(x):
 
 def _bessel_i(x, nu):
     with np.errstate(all="ignore"):
-        out = _bessel_ie(x, nu) * np.exp(np.abs(x))
-    return np.where(np.isinf(x), x if nu else np.inf, out).astype(x.dtype)
+        return (_bessel_ie(x, nu) * np.exp(np.abs(x))).astype(x.dtype)  # NaN at +-inf, as PyTorch
 
 
 def np_i0(x):
@@ -143,11 +144,15 @@ def _igamma(a, x, upper: bool):
         q_frac = front * h
         p = np.where(x < a + 1, p_series, 1 - q_frac)
         q = np.where(x < a + 1, 1 - p_series, q_frac)
+        lo, hi = (1.0, 0.0) if upper else (0.0, 1.0)  # the values of P's 0 and 1
         out = q if upper else p
-        out = np.where((x == 0) | np.isinf(a), 1.0 if upper else 0.0, out)
-        out = np.where((a == 0) | np.isinf(x), 0.0 if upper else 1.0, out)
-        bad = np.isnan(a) | np.isnan(x) | (a < 0) | (x < 0) | ((a == 0) & (x == 0)) | (np.isinf(a) & np.isinf(x))
-    return np.where(bad, np.nan, out).astype(dt)
+        # PyTorch's special values, the first that applies winning
+        out = np.where(np.isinf(x), hi, out)
+        out = np.where(np.isinf(a), np.where(np.isinf(x), np.nan, lo), out)
+        out = np.where(x == 0, lo, out)
+        out = np.where(a == 0, np.where(x > 0, hi, np.nan), out)
+        out = np.where((x < 0) | (a < 0), np.nan, out)
+    return out.astype(dt)
 
 
 def np_igamma(a, x):
@@ -164,13 +169,16 @@ def np_zeta(x, q):
     with np.errstate(all="ignore"):
         s = np.power(q, -x)
         a, b = q.copy(), np.zeros_like(s)
+        done = np.zeros(s.shape, bool)
         for i in range(2000):
-            going = (i < 9) | (a <= 9)
+            going = ((i < 9) | (a <= 9)) & ~done
             if not going.any():
                 break
             a = np.where(going, a + 1, a)
             b = np.where(going, np.power(a, -x), b)
             s = np.where(going, s + b, s)
+            done |= going & (np.abs(b / s) < 1.11022302462515654042e-16)
+        early = s
         w = a
         s = s + b * w / (x - 1) - 0.5 * b
         f, k = np.ones_like(s), 0.0
@@ -182,27 +190,14 @@ def np_zeta(x, q):
             f = f * (x + k)
             b = b / w
             k += 1
+        s = np.where(done, early, s)
         s = np.where((q <= 0) & (q == np.floor(q)), np.inf, np.where((q <= 0) & (x != np.floor(x)), np.nan, s))
-        s = np.where((x < 1) | np.isnan(x) | np.isnan(q), np.nan, s)
+        s = np.where(x < 1, np.nan, s)
         s = np.where(x == 1, np.inf, s)
     return s.astype(dt)
 
 
 # ---- closed forms: C expressions and references ----------------------------------------------------------
-def erfcx_c(x: str = "a") -> str:
-    """exp(x^2) erfc(x): directly up to 9 (x^2 split into hi + lo so that exp's argument is exact), the
-    asymptotic series 1/(x sqrt(pi)) sum (-1)^k (2k-1)!! / (2x^2)^k beyond (12 terms: below 1e-15 at 9)."""
-    hi = f"({x} * {x})"
-    lo = f"fma({x}, {x}, -{hi})"
-    direct = f"(exp({hi}) * ((T)1 + {lo}) * erfc({x}))"
-    w = f"((T)1 / ((T)2 * {x} * {x}))"
-    series = "(T)1"
-    for k in range(12, 0, -1):
-        series = f"((T)1 - (T){2 * k - 1} * {w} * {series})"
-    asym = f"({series} / ({x} * K(1.77245385090551602730)))"
-    return f"({x} > (T)9 ? {asym} : {direct})"
-
-
 def np_erfcx(x):
     with np.errstate(all="ignore"):
         hi = x * x
@@ -213,7 +208,7 @@ def np_erfcx(x):
         for k in range(12, 0, -1):
             series = 1 - (2 * k - 1) * w * series
         asym = series / (x * x.dtype.type(math.sqrt(math.pi)))
-        return np.where(x > 9, asym, direct).astype(x.dtype)
+        return np.where(x < -26.7, np.inf, np.where(x > 9, asym, direct)).astype(x.dtype)
 
 
 def _fma(a, b, c):
@@ -233,7 +228,7 @@ def np_ndtr(x):
 def log_ndtr_c() -> str:
     """PyTorch's calc_log_ndtr: log(erfcx(-x/sqrt2)/2) - x^2/2 below -1, log1p(-erfc(x/sqrt2)/2) above."""
     t = "(a * K(0.70710678118654752440))"
-    return (f"(a < (T)-1 ? log({erfcx_c(f'(-{t})')} / (T)2) - {t} * {t} : "
+    return (f"(a < (T)-1 ? log(spf_erfcx(-{t}) / (T)2) - {t} * {t} : "
             f"log1p(-erfc({t}) / (T)2))")
 
 
