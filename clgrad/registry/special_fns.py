@@ -366,3 +366,12 @@ def zeta_grad(g, x, q, out):
 
 def frexp_grad(g, a, out):
     return ((g * out / a).where(a != 0, g),)
+
+
+def overloads(base: str):
+    """PyTorch's node names of a binary special function: ``Backward1`` with a number first, ``Backward2`` with a
+    number second (``SpecialZetaBackward1`` for ``zeta(2.0, q)``)."""
+    def node(a, b):
+        return f"{base}Backward{1 if not _is_tensor(a) else 2 if not _is_tensor(b) else 0}"
+
+    return node
