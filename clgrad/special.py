@@ -18,7 +18,7 @@ from .ops.stats import logsumexp
 
 __all__ = ["expm1", "exp2", "log1p", "logit", "xlogy", "xlog1py", "erf", "erfc", "erfcx", "erfinv", "ndtr", "ndtri",
            "log_ndtr", "i0", "i0e", "i1", "i1e", "gammaln", "digamma", "psi", "polygamma", "multigammaln", "zeta",
-           "entr", "sinc", "round", "softmax", "log_softmax", "logsumexp", "gammainc", "gammaincc", "expit"]
+           "entr", "sinc", "round", "softmax", "log_softmax", "logsumexp", "gammainc", "gammaincc", "expit", "bessel_j0", "bessel_j1"]
 
 expm1, exp2, log1p, erf, erfc = (_M.FUNCS[n] for n in ("expm1", "exp2", "log1p", "erf", "erfc"))
 erfinv, i0, sinc, xlogy, expit = (_M.FUNCS[n] for n in ("erfinv", "i0", "sinc", "xlogy", "sigmoid"))
@@ -51,6 +51,8 @@ i0e = _unary("special_i0e", "The exponentially scaled modified Bessel function `
 i1 = _unary("special_i1", "The modified Bessel function of the first kind of order 1.")
 i1e = _unary("special_i1e", "The exponentially scaled ``exp(-|x|) * I1(x)``.")
 entr = _unary("special_entr", "Elementwise entropy ``-x * log(x)`` (0 at 0, -inf below 0).")
+bessel_j0 = _unary("special_bessel_j0", "The Bessel function of the first kind of order 0 (no gradient, as PyTorch).")
+bessel_j1 = _unary("special_bessel_j1", "The Bessel function of the first kind of order 1 (no gradient, as PyTorch).")
 xlog1py = _binary("special_xlog1py", "``x * log1p(y)``, 0 where ``x == 0`` unless ``y`` is NaN.")
 
 

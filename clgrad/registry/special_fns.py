@@ -375,3 +375,47 @@ def overloads(base: str):
         return f"{base}Backward{1 if not _is_tensor(a) else 2 if not _is_tensor(b) else 0}"
 
     return node
+
+
+def _bessel_j(x, nu: int):
+    """kernels/special_fns.mako's spf_bessel_j: series below 5, Miller's recurrence to 25, Hankel beyond."""
+    ax = np.abs(x)
+    f = x.dtype.type
+    with np.errstate(all="ignore"):
+        q, t = ax * ax / 4, (ax / 2 if nu else np.ones_like(ax))
+        series = t
+        for k in range(1, 31):
+            t = t * (-q / (f(k) * f(k + nu)))
+            series = series + t
+        bjp, bj, total, j1 = np.zeros_like(ax), np.ones_like(ax), np.zeros_like(ax), np.zeros_like(ax)
+        for k in range(70, 0, -1):
+            bjp, bj = bj, f(2 * k) / ax * bj - bjp
+            big = np.abs(bj) > 1e10
+            bj, bjp = np.where(big, bj * f(1e-10), bj), np.where(big, bjp * f(1e-10), bjp)
+            total, j1 = np.where(big, total * f(1e-10), total), np.where(big, j1 * f(1e-10), j1)
+            if k == 2:
+                j1 = bj
+            if k > 2 and k % 2:
+                total = total + 2 * bj
+        miller = (j1 if nu else bj) / (bj + total)
+        mu, t, p, qq = 4 * nu * nu, np.ones_like(ax), np.ones_like(ax), np.zeros_like(ax)
+        for k in range(1, 20):
+            t = t * ((f(mu) - f((2 * k - 1) ** 2)) / (f(8 * k) * ax))
+            signed = -t if k & 2 else t
+            if k & 1:
+                qq = qq + signed
+            else:
+                p = p + signed
+        c, s = np.cos(ax), np.sin(ax)
+        cw, sw = (s - c, -(s + c)) if nu else (c + s, s - c)
+        hankel = np.sqrt(f(2 / math.pi) / ax) * (p * cw - qq * sw) * f(math.sqrt(0.5))
+        r = np.where(ax < 5, series, np.where(ax <= 25, miller, hankel))
+    return (np.where(x < 0, -r, r) if nu else r).astype(x.dtype)
+
+
+def np_bessel_j0(x):
+    return _bessel_j(x, 0)
+
+
+def np_bessel_j1(x):
+    return _bessel_j(x, 1)

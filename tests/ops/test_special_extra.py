@@ -14,7 +14,7 @@ import pytest
 import clgrad
 from clgrad.autograd import gradcheck
 from tests.conftest import fp64_ok
-from tests.helpers import assert_close, grad_precision, to_numpy
+from tests.helpers import assert_close, grad_precision, quiet_gradcheck, to_numpy
 
 INF, NAN = math.inf, math.nan
 EDGES = [0.0, -0.0, INF, -INF, NAN, -1.0, -2.0, -3.0, 1.0, 2.0, 0.5, -0.5]
@@ -183,7 +183,7 @@ def test_frexp(device):
 def test_frexp_gradient(device):
     dtype, kw = grad_precision(device)
     x = clgrad.tensor(np.array([0.3, -5.0, 12.0], dtype), device=device, requires_grad=True)
-    assert gradcheck(lambda t: clgrad.frexp(t).mantissa, (x,), **kw)
+    assert quiet_gradcheck(gradcheck, lambda t: clgrad.frexp(t).mantissa, (x,), **kw)
     assert type(clgrad.frexp(x).mantissa.grad_fn).__name__ == "FrexpBackward0"
 
 
@@ -192,10 +192,10 @@ def test_gradients_in_second_argument_only(device):
     dtype, kw = grad_precision(device)
     a = clgrad.tensor(np.array([0.5, 2.0, 3.5], dtype), device=device)
     x = clgrad.tensor(np.array([0.4, 1.5, 5.0], dtype), device=device, requires_grad=True)
-    assert gradcheck(lambda t: clgrad.igamma(a, t), (x,), **kw)
-    assert gradcheck(lambda t: clgrad.igammac(a, t), (x,), **kw)
-    assert gradcheck(lambda t: clgrad.special.zeta(a + 1.5, t), (x,), **kw)
-    assert gradcheck(lambda t: clgrad.special.zeta(3.0, t), (x,), **kw)
+    assert quiet_gradcheck(gradcheck, lambda t: clgrad.igamma(a, t), (x,), **kw)
+    assert quiet_gradcheck(gradcheck, lambda t: clgrad.igammac(a, t), (x,), **kw)
+    assert quiet_gradcheck(gradcheck, lambda t: clgrad.special.zeta(a + 1.5, t), (x,), **kw)
+    assert quiet_gradcheck(gradcheck, lambda t: clgrad.special.zeta(3.0, t), (x,), **kw)
     for fn, what in ((clgrad.igamma, "igamma: input"), (clgrad.igammac, "igammac: input"),
                      (clgrad.special.zeta, "zeta")):
         a2 = a.clone().requires_grad_()
@@ -248,3 +248,18 @@ def test_overloaded_node_names_follow_pytorch():
         for ours, theirs in (((x, x), (tx, tx)), ((2.0, x), (2.0, tx)), ((x, 2.0), (tx, 2.0))):
             want = type(getattr(torch.special, fn)(*theirs).grad_fn).__name__
             assert type(getattr(clgrad.special, fn)(*ours).grad_fn).__name__ == want
+
+
+@pytest.mark.parametrize("name", ["bessel_j0", "bessel_j1"])
+def test_bessel_j(device, name):
+    """Against scipy (PyTorch's own float64 J0/J1 are only ~5e-7 accurate between 5 and 25), and PyTorch's special
+    values (NaN at +-inf). No gradient flows (test_registry checks it), as in PyTorch."""
+    torch = pytest.importorskip("torch")
+    dt = _dtype(device)
+    x = np.concatenate([np.linspace(-60.0, 60.0, 241), [4.999, 5.0, 25.0, 25.001, 1e4]]).astype(dt)
+    got = getattr(clgrad.special, name)(clgrad.tensor(x, device=device))
+    special = pytest.importorskip("scipy.special")
+    assert_close(got, getattr(special, name[-2:])(x.astype(np.float64)).astype(dt), atol=1e-6 if dt == "float32" else 1e-13)
+    edges = np.array(EDGES, dt)
+    want = getattr(torch.special, name)(torch.from_numpy(edges)).numpy()
+    assert_close(getattr(clgrad.special, name)(clgrad.tensor(edges, device=device)), want, atol=1e-6)
