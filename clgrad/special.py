@@ -15,10 +15,14 @@ from .ops.nnops import softmax as _softmax
 from .ops.special import mvlgamma as _mvlgamma
 from .ops.special import polygamma
 from .ops.stats import logsumexp
+from .registry.special_fns import POLYNOMIALS as _BASE
+
+_POLYNOMIALS = [*_BASE, *(f"shifted_{n}" for n in _BASE[:4])]
 
 __all__ = ["expm1", "exp2", "log1p", "logit", "xlogy", "xlog1py", "erf", "erfc", "erfcx", "erfinv", "ndtr", "ndtri",
            "log_ndtr", "i0", "i0e", "i1", "i1e", "gammaln", "digamma", "psi", "polygamma", "multigammaln", "zeta",
-           "entr", "sinc", "round", "softmax", "log_softmax", "logsumexp", "gammainc", "gammaincc", "expit", "bessel_j0", "bessel_j1"]
+           "entr", "sinc", "round", "softmax", "log_softmax", "logsumexp", "gammainc", "gammaincc", "expit", "bessel_j0", "bessel_j1", "spherical_bessel_j0",
+           "modified_bessel_i0", "modified_bessel_i1", *_POLYNOMIALS]
 
 expm1, exp2, log1p, erf, erfc = (_M.FUNCS[n] for n in ("expm1", "exp2", "log1p", "erf", "erfc"))
 erfinv, i0, sinc, xlogy, expit = (_M.FUNCS[n] for n in ("erfinv", "i0", "sinc", "xlogy", "sigmoid"))
@@ -53,6 +57,9 @@ i1e = _unary("special_i1e", "The exponentially scaled ``exp(-|x|) * I1(x)``.")
 entr = _unary("special_entr", "Elementwise entropy ``-x * log(x)`` (0 at 0, -inf below 0).")
 bessel_j0 = _unary("special_bessel_j0", "The Bessel function of the first kind of order 0 (no gradient, as PyTorch).")
 bessel_j1 = _unary("special_bessel_j1", "The Bessel function of the first kind of order 1 (no gradient, as PyTorch).")
+spherical_bessel_j0 = _unary("special_spherical_bessel_j0", "``sin(x) / x``, 1 at 0 and 0 at +-inf.")
+modified_bessel_i0 = _unary("i0", "The modified Bessel function of the first kind of order 0 (``clgrad.i0``).")
+modified_bessel_i1 = _unary("special_i1", "The modified Bessel function of the first kind of order 1.")
 xlog1py = _binary("special_xlog1py", "``x * log1p(y)``, 0 where ``x == 0`` unless ``y`` is NaN.")
 
 
@@ -75,3 +82,15 @@ def softmax(input, dim, *, dtype=None):
 def log_softmax(input, dim, *, dtype=None):
     """``clgrad.log_softmax`` with torch.special's signature (``dim`` required)."""
     return _log_softmax(input, dim, dtype=dtype)
+
+
+def _polynomial(name: str):
+    def fn(input, n, *, out=None):
+        return _P.apply(f"special_{name}", input, n, out=out)
+
+    fn.__name__ = name
+    fn.__doc__ = f"torch.special.{name}(input, n): the polynomial of degree ``n`` (truncated to an integer) at input."
+    return fn
+
+
+globals().update({name: _polynomial(name) for name in _POLYNOMIALS})

@@ -162,3 +162,41 @@ inline T spf_bessel_j(T x, int nu) {
     }
     return nu && x < (T)0 ? -r : r;
 }
+// torch.special's orthogonal polynomials of degree n (truncated to an integer, as PyTorch casts it), PyTorch's
+// branches: kind 0-3 Chebyshev T, U, V, W of y (the shifted ones pass y = 2x - 1), closed forms at y = +-1 and the
+// trigonometric form for n > 6 inside (-1, 1), else the three-term recurrence; 4 Hermite H, 5 Hermite He,
+// 6 Laguerre L, 7 Legendre P. The recurrences take n steps: a degree of millions takes millions of steps.
+inline T spf_poly(T x, T nf, int kind) {
+    if (isnan(nf) || nf < (T)0) return (T)0;
+    long n = (long)nf;
+    T p = (T)1, q, r = (T)1;
+    if (kind <= 3) {
+        T sign = (n & 1) ? (T)-1 : (T)1;
+        if (x == (T)1) return kind == 1 ? (T)(n + 1) : (kind == 3 ? (T)(2 * n + 1) : (T)1);
+        if (x == (T)-1) return sign * (kind == 1 ? (T)(n + 1) : (kind == 2 ? (T)(2 * n + 1) : (T)1));
+        if (n > 6 && fabs(x) < (T)1) {
+            T th = acos(x);
+            if (kind == 0) return cos((T)n * th);
+            if (kind == 1) return sin((T)(n + 1) * th) / sin(th);
+            if (kind == 2) return cos(((T)n + K(0.5)) * th) / cos(th / (T)2);
+            return sin(((T)n + K(0.5)) * th) / sin(th / (T)2);
+        }
+        q = kind == 0 ? x : (kind == 1 ? x + x : (kind == 2 ? x + x - (T)1 : x + x + (T)1));
+        if (n == 0) return (T)1;
+        for (long k = 2; k <= n; ++k) { r = (x + x) * q - p; p = q; q = r; }
+        return q;
+    }
+    if (kind == 6 && x == (T)0) return (T)1;
+    if (kind == 7 && fabs(x) == (T)1) return (x > (T)0 || !(n & 1)) ? (T)1 : (T)-1;
+    if (n == 0) return (T)1;
+    q = kind == 4 ? x + x : (kind == 6 ? (T)1 - x : x);
+    for (long k = 1; k < n; ++k) {
+        T kk = (T)k;
+        if (kind == 4) r = (x + x) * q - (kk + kk) * p;
+        else if (kind == 5) r = x * q - kk * p;
+        else if (kind == 6) r = ((kk + kk + ((T)1 - x)) * q - kk * p) / (kk + (T)1);
+        else r = ((kk + kk + (T)1) * x * q - kk * p) / (kk + (T)1);
+        p = q; q = r;
+    }
+    return q;
+}

@@ -245,7 +245,8 @@ _NUM = "uif"  # numbers, not bool
 _POS = Sample(domain=(0.2, 3.0))
 _UNIT = Sample(domain=(-0.9, 0.9))
 _NO_A = Sample(domain=((0.5, 3.0), (0.2, 4.0)), grad=False)  # no gradient in a: tests/ops/test_special_extra.py
-_FLAT = Sample(grad=False)  # gradient 0 almost everywhere (checked by the zero-gradient test instead)
+_FLAT = Sample(grad=False)
+_POLY = {False: Sample(domain=((-1.2, 1.2), (0.0, 9.0))), True: Sample(domain=((-0.1, 1.1), (0.0, 9.0)))}  # gradient 0 almost everywhere (checked by the zero-gradient test instead)
 _SIG = "(T)1 / ((T)1 + exp(-{0}))"  # sigmoid in C, as the LSTM kernels spell it
 _LSTM_DSIG = EwOp(3, f"a * tanh(b) * {_SIG.format('c')} * ((T)1 - {_SIG.format('c')})",
                   lambda a, b, c: a * np.tanh(b) * R.sigmoid(c) * (1 - R.sigmoid(c)), allow="f", grad=NONDIFF,
@@ -519,6 +520,11 @@ OPS: dict[str, EwOp] = {
                               bundle=False, sample=Sample(domain=(-40.0, 40.0))),
     "special_bessel_j1": EwOp(1, "spf_bessel_j(a, 1)", F.np_bessel_j1, kind="float", grad=NONDIFF, public="custom",
                               bundle=False, sample=Sample(domain=(-40.0, 40.0))),
+    "special_spherical_bessel_j0": EwOp(1, "isinf(a) ? (T)0 : (a == (T)0 ? (T)1 : sin(a) / a)", F.np_spherical_j0,
+                                        kind="float", grad=NONDIFF, public="custom"),
+    **{f"special_{'shifted_' * sh}{name}": EwOp(2, F.poly_c(kind, sh), F.np_poly(kind, sh), kind="float", grad=NONDIFF,
+                                                 public="custom", bundle=False, sample=_POLY[sh])
+       for kind, name in enumerate(F.POLYNOMIALS) for sh in ((False, True) if kind < 4 else (False,))},
     # rtol, atol are c, d
     "isclose": EwOp(4, "close_to(a, b, c, d)", R.np_isclose(False), predicate=True, allow="f", public="custom"),
     "isclose_nan": EwOp(4, "close_to(a, b, c, d) || (isnan(a) && isnan(b))", R.np_isclose(True), predicate=True,

@@ -419,3 +419,74 @@ def np_bessel_j0(x):
 
 def np_bessel_j1(x):
     return _bessel_j(x, 1)
+
+
+# ---- orthogonal polynomials: kernels/special_fns.mako's spf_poly, element by element in the compute dtype ------
+POLYNOMIALS = ("chebyshev_polynomial_t", "chebyshev_polynomial_u", "chebyshev_polynomial_v", "chebyshev_polynomial_w",
+               "hermite_polynomial_h", "hermite_polynomial_he", "laguerre_polynomial_l", "legendre_polynomial_p")
+
+
+def _cheb(x, n, kind, f):
+    sign = f(-1) if n & 1 else f(1)
+    if x == 1:
+        return f(n + 1) if kind == 1 else f(2 * n + 1) if kind == 3 else f(1)
+    if x == -1:
+        return sign * (f(n + 1) if kind == 1 else f(2 * n + 1) if kind == 2 else f(1))
+    if n > 6 and abs(x) < 1:
+        th = np.arccos(x)
+        half = f(n) + f(0.5)
+        return (np.cos(f(n) * th), np.sin(f(n + 1) * th) / np.sin(th), np.cos(half * th) / np.cos(th / f(2)),
+                np.sin(half * th) / np.sin(th / f(2)))[kind]
+    if n == 0:
+        return f(1)
+    p, q = f(1), (x, x + x, x + x - f(1), x + x + f(1))[kind]
+    for _ in range(2, n + 1):
+        p, q = q, (x + x) * q - p
+    return q
+
+
+def _poly1(x, nf, kind: int, f):
+    if np.isnan(nf) or nf < 0:
+        return f(0)
+    n = int(nf)
+    if kind <= 3:
+        return _cheb(x, n, kind, f)
+    if (kind == 6 and x == 0) or n == 0:
+        return f(1)
+    if kind == 7 and abs(x) == 1:
+        return f(1) if (x > 0 or not n & 1) else f(-1)
+    p, q = f(1), (x + x if kind == 4 else f(1) - x if kind == 6 else x)
+    for k in range(1, n):
+        kk = f(k)
+        if kind == 4:
+            r = (x + x) * q - (kk + kk) * p
+        elif kind == 5:
+            r = x * q - kk * p
+        elif kind == 6:
+            r = ((kk + kk + (f(1) - x)) * q - kk * p) / (kk + f(1))
+        else:
+            r = ((kk + kk + f(1)) * x * q - kk * p) / (kk + f(1))
+        p, q = q, r
+    return q
+
+
+def np_poly(kind: int, shifted: bool = False):
+    """The numpy reference of spf_poly(x, n, kind) (a shifted Chebyshev polynomial at 2x - 1)."""
+    def ref(x, n):
+        x, n = np.broadcast_arrays(x, n)
+        f = np.result_type(x, n).type
+        with np.errstate(all="ignore"):
+            y = x + x - f(1) if shifted else x
+            out = [_poly1(f(a), f(b), kind, f) for a, b in zip(y.ravel(), n.ravel())]
+        return np.array(out, dtype=f).reshape(x.shape)
+
+    return ref
+
+
+def poly_c(kind: int, shifted: bool = False) -> str:
+    return f"spf_poly({'a + a - (T)1' if shifted else 'a'}, b, {kind})"
+
+
+def np_spherical_j0(x):
+    with np.errstate(all="ignore"):
+        return np.where(np.isinf(x), 0, np.where(x == 0, 1, np.sin(x) / x)).astype(x.dtype)

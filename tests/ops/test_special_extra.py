@@ -263,3 +263,30 @@ def test_bessel_j(device, name):
     edges = np.array(EDGES, dt)
     want = getattr(torch.special, name)(torch.from_numpy(edges)).numpy()
     assert_close(getattr(clgrad.special, name)(clgrad.tensor(edges, device=device)), want, atol=1e-6)
+
+
+POLYNOMIALS = clgrad.special._POLYNOMIALS
+
+
+@pytest.mark.parametrize("name", POLYNOMIALS)
+def test_polynomials_match_torch(device, name):
+    """Degrees 0..13 (13 takes the trigonometric form inside (-1, 1)), negative and fractional degrees, the closed
+    forms at +-1 (0 and 1 for the shifted ones); a tensor degree broadcast against the points. (PyTorch's cpu kernel
+    gives NaN points other values, so they are left out.)"""
+    torch = pytest.importorskip("torch")
+    dt = _dtype(device)
+    x = np.array([-1.3, -1.0, -0.999, -0.5, 0.0, 0.3, 0.75, 0.999, 1.0, 1.2, 2.0], dt)[:, None]
+    n = np.array([0, 1, 2, 3, 5, 8, 13, -1, 2.7], dt)
+    want = getattr(torch.special, name)(torch.from_numpy(x), torch.from_numpy(n)).numpy()
+    got = getattr(clgrad.special, name)(clgrad.tensor(x, device=device), clgrad.tensor(n, device=device))
+    tol = (1e-9, 1e-9) if dt == "float64" else (2e-4, 2e-4)  # the trigonometric form amplifies acos's rounding
+    assert_close(got, want, *tol)
+    assert_close(getattr(clgrad.special, name)(clgrad.tensor(x, device=device), 3),
+                 getattr(torch.special, name)(torch.from_numpy(x), 3).numpy(), *tol)
+
+
+def test_spherical_bessel_j0(device):
+    torch = pytest.importorskip("torch")
+    x = np.concatenate([np.linspace(-30, 30, 61), [1e-3, INF, -INF, NAN, 0.0]]).astype(_dtype(device))
+    want = torch.special.spherical_bessel_j0(torch.from_numpy(x)).numpy()
+    assert_close(clgrad.special.spherical_bessel_j0(clgrad.tensor(x, device=device)), want, atol=1e-7)
