@@ -21,7 +21,8 @@ _POLYNOMIALS = [*_BASE, *(f"shifted_{n}" for n in _BASE[:4])]
 
 __all__ = ["expm1", "exp2", "log1p", "logit", "xlogy", "xlog1py", "erf", "erfc", "erfcx", "erfinv", "ndtr", "ndtri",
            "log_ndtr", "i0", "i0e", "i1", "i1e", "gammaln", "digamma", "psi", "polygamma", "multigammaln", "zeta",
-           "entr", "sinc", "round", "softmax", "log_softmax", "logsumexp", "gammainc", "gammaincc", "expit", "bessel_j0", "bessel_j1", "spherical_bessel_j0",
+           "entr", "sinc", "round", "softmax", "log_softmax", "logsumexp", "gammainc", "gammaincc", "expit",
+           "bessel_j0", "bessel_j1", "spherical_bessel_j0",
            "modified_bessel_i0", "modified_bessel_i1", *_POLYNOMIALS]
 
 expm1, exp2, log1p, erf, erfc = (_M.FUNCS[n] for n in ("expm1", "exp2", "log1p", "erf", "erfc"))

@@ -245,8 +245,8 @@ _NUM = "uif"  # numbers, not bool
 _POS = Sample(domain=(0.2, 3.0))
 _UNIT = Sample(domain=(-0.9, 0.9))
 _NO_A = Sample(domain=((0.5, 3.0), (0.2, 4.0)), grad=False)  # no gradient in a: tests/ops/test_special_extra.py
-_FLAT = Sample(grad=False)
-_POLY = {False: Sample(domain=((-1.2, 1.2), (0.0, 9.0))), True: Sample(domain=((-0.1, 1.1), (0.0, 9.0)))}  # gradient 0 almost everywhere (checked by the zero-gradient test instead)
+_FLAT = Sample(grad=False)  # gradient 0 almost everywhere (checked by the zero-gradient test instead)
+_POLY = {False: Sample(domain=((-1.2, 1.2), (0.0, 9.0))), True: Sample(domain=((-0.1, 1.1), (0.0, 9.0)))}  # x, degree
 _SIG = "(T)1 / ((T)1 + exp(-{0}))"  # sigmoid in C, as the LSTM kernels spell it
 _LSTM_DSIG = EwOp(3, f"a * tanh(b) * {_SIG.format('c')} * ((T)1 - {_SIG.format('c')})",
                   lambda a, b, c: a * np.tanh(b) * R.sigmoid(c) * (1 - R.sigmoid(c)), allow="f", grad=NONDIFF,
@@ -492,7 +492,8 @@ OPS: dict[str, EwOp] = {
     "igammac": EwOp(2, "spf_igamma(a, b, 1)", F.np_igammac, kind="float", allow="f", bundle=False,
                     grad=F.igamma_grad(-1.0, "igammac"), sample=_NO_A),
     "special_xlog1py": EwOp(2, "isnan(b) ? b : (a == 0 ? (T)0 : a * log1p(b))", F.np_xlog1py, kind="float",
-                            grad=F.xlog1py_grad, public="custom", node=F.overloads("SpecialXlog1Py"), sample=Sample(domain=((-2.0, 2.0), (-0.5, 3.0)))),
+                            grad=F.xlog1py_grad, public="custom", node=F.overloads("SpecialXlog1Py"),
+                            sample=Sample(domain=((-2.0, 2.0), (-0.5, 3.0)))),
     "special_entr": EwOp(1, F.ENTR_C, F.np_entr, kind="float", grad=lambda g, a, out: (g * -(1 + a.log()),),
                          public="custom", sample=_POS),
     "special_erfcx": EwOp(1, "spf_erfcx(a)", F.np_erfcx, kind="float", saves="both", public="custom", bundle=False,
