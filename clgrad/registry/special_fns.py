@@ -1,8 +1,13 @@
-"""numpy mirrors of the looping special functions of ``kernels/special_fns.mako`` (same branches, same iteration
-counts, so the cpu backend agrees with the kernels), and the C expressions and references of the closed-form ones
-(erfcx, ndtr, log_ndtr, sinc, entr...) that the records of issue 17 in ``elementwise.py`` use.
+"""The special functions of issue 17's records in ``elementwise.py``: numpy mirrors of the looping helpers of
+``kernels/special_fns.mako`` (same branches, same iteration counts, so the cpu backend agrees with the kernels:
+erfinv/ndtri by Newton steps from Giles' guess, I0/I1 by series and asymptotic expansion, igamma by series and
+continued fraction, Hurwitz zeta by Cephes' Euler-Maclaurin sum, J0/J1, the orthogonal polynomials); the C
+expressions and references of the closed-form ones (ndtr, log_ndtr, sinc, entr, frexp...); their gradient rules
+(Tensor methods only, PyTorch's derivatives.yaml formulas; ``Unimplemented`` marks a gradient PyTorch lacks).
 
-scipy is not a dependency: tests compare these with PyTorch (and scipy where installed).
+A record is one C expression; a loop needs a helper, and ``kernels/elementwise.cl.mako`` includes
+``special_fns.mako`` only into programs whose expressions call an ``spf_*`` function, so other ops' builds do not
+pay for it. scipy is not a dependency: tests compare these with PyTorch (and scipy where installed).
 """
 from __future__ import annotations
 
