@@ -71,6 +71,7 @@ from .backends.flags import (  # noqa: F401,E402
 _install_methods(Tensor)
 from .ops import special as _special  # noqa: E402
 from .ops.special import polygamma, mvlgamma, _standard_gamma_grad  # noqa: E402,F401
+from .ops.special import heaviside, positive, float_power, ldexp, frexp  # noqa: E402,F401
 
 _special.install(Tensor)
 from .special_random import _sample_dirichlet, _standard_gamma  # noqa: E402,F401
@@ -84,6 +85,7 @@ from .random_extra import *  # noqa: F401,F403,E402
 
 _shape_extra.install(Tensor)
 _random_extra.install(Tensor)
+from . import special  # noqa: E402,F401 - torch.special's namespace
 
 
 globals().update(_FUNCS)

@@ -81,6 +81,13 @@ inline T shift_right(T a, T b) {
     return b >= (T)(8 * sizeof(T)) ? 0 : (T)(a >> b);
 %   endif
 }
+// torch.gcd/lcm: Euclid on magnitudes (gcd(INT_MIN, 0) stays INT_MIN, as in PyTorch)
+inline T int_gcd(T a, T b) {
+    a = (T)abs(a); b = (T)abs(b);
+    while (a != 0) { T c = a; a = b % a; b = c; }
+    return b;
+}
+inline T int_lcm(T a, T b) { T g = int_gcd(a, b); return g == 0 ? 0 : (T)abs(a / g * b); }
 % else:
 // PyTorch's (and numpy's) divmod algorithm, so floor division agrees with Python on every device.
 inline T py_floordiv(T a, T b) {
@@ -112,6 +119,9 @@ inline T logit_eps(T x, T eps) {
     if (eps >= 0) x = x < eps ? eps : (x > (T)1 - eps ? (T)1 - eps : x);
     return log(x / ((T)1 - x));
 }
+%   if any("spf_" in e for _, e in kernels) or any("spf_" in st for st in prelude):
+<%include file="special_fns.mako"/>
+%   endif
 % endif
 
 % for name, expr in kernels:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from ..autograd.function import Function, variant
 from ..registry.elementwise import NONDIFF, OPS
+from ..registry.special_fns import Unimplemented
 from ..tensor import is_tensor
 from . import pointwise as P
 
@@ -44,7 +45,11 @@ class Elementwise(Function):
         saved = ctx.saved_tensors
         args = [s if s is not None else c for s, c in zip(saved[:-1], ctx.scalars)]
         grads = rule(grad, *args, saved[-1])
-        return tuple(g if ctx.needs_input_grad[i] else None for i, g in enumerate(grads))
+        for g, need in zip(grads, ctx.needs_input_grad):
+            if need and isinstance(g, Unimplemented):  # a gradient PyTorch does not implement either
+                raise g.error()
+        return tuple(g if ctx.needs_input_grad[i] and not isinstance(g, Unimplemented) else None
+                     for i, g in enumerate(grads))
 
 
 def _kept(rec, need) -> range | set:

@@ -41,6 +41,7 @@ import numpy as np
 
 from . import numpy_ref as R
 from . import special as S
+from . import special_fns as F
 
 NONDIFF = "nondiff"  # the op has no gradient (piecewise-constant, or an internal kernel differentiated elsewhere)
 _NUMBERS = (int, float, bool, np.number, np.bool_)
@@ -243,7 +244,9 @@ _INT = "bui"  # integer and bool kinds
 _NUM = "uif"  # numbers, not bool
 _POS = Sample(domain=(0.2, 3.0))
 _UNIT = Sample(domain=(-0.9, 0.9))
+_NO_A = Sample(domain=((0.5, 3.0), (0.2, 4.0)), grad=False)  # no gradient in a: tests/ops/test_special_extra.py
 _FLAT = Sample(grad=False)  # gradient 0 almost everywhere (checked by the zero-gradient test instead)
+_POLY = {False: Sample(domain=((-1.2, 1.2), (0.0, 9.0))), True: Sample(domain=((-0.1, 1.1), (0.0, 9.0)))}  # x, degree
 _SIG = "(T)1 / ((T)1 + exp(-{0}))"  # sigmoid in C, as the LSTM kernels spell it
 _LSTM_DSIG = EwOp(3, f"a * tanh(b) * {_SIG.format('c')} * ((T)1 - {_SIG.format('c')})",
                   lambda a, b, c: a * np.tanh(b) * R.sigmoid(c) * (1 - R.sigmoid(c)), allow="f", grad=NONDIFF,
@@ -451,6 +454,78 @@ OPS: dict[str, EwOp] = {
     "standard_gamma_grad": EwOp(2, S.standard_gamma_grad_c(), S.np_standard_gamma_grad, kind="float", allow="f",
                                 grad=NONDIFF, public="custom", bundle=False,
                                 sample=Sample(domain=((0.5, 12.0), (0.1, 14.0)))),
+    # ---- issue 17: special and elementwise math. Long C and the numpy mirrors are in registry/special_fns.py;
+    # ``spf_*`` are the looping helpers of kernels/special_fns.mako. torch.special's own names are ``special_*``
+    # (front ends in clgrad/special.py); a gradient PyTorch lacks (igamma's in a) is ``F.Unimplemented``
+    "acosh": EwOp(1, "acosh(a)", np.arccosh, kind="float", grad=lambda g, a, out: (g * (a * a - 1).rsqrt(),),
+                  aliases=("arccosh",), sample=Sample(domain=(1.2, 3.0))),
+    "asinh": EwOp(1, "asinh(a)", np.arcsinh, kind="float", grad=lambda g, a, out: (g * (a * a + 1).rsqrt(),),
+                  aliases=("arcsinh",)),
+    "atanh": EwOp(1, "atanh(a)", np.arctanh, kind="float", grad=lambda g, a, out: (g / (1 - a * a),),
+                  aliases=("arctanh",), sample=_UNIT),
+    "deg2rad": EwOp(1, "a * K(0.017453292519943295769)", lambda a: a * a.dtype.type(math.pi / 180), kind="float",
+                    grad=lambda g, a, out: (g * (math.pi / 180),), saves="none", node="Deg2RadBackward0"),
+    "rad2deg": EwOp(1, "a * K(57.295779513082320877)", lambda a: a * a.dtype.type(180 / math.pi), kind="float",
+                    grad=lambda g, a, out: (g * (180 / math.pi),), saves="none", node="Rad2DegBackward0"),
+    "sinc": EwOp(1, F.SINC_C, F.np_sinc, kind="float", grad=F.sinc_grad),
+    "isposinf": EwOp(1, "isinf(a) && a > 0", lambda a: np.isposinf(a) if a.dtype.kind == "f" else a != a, c_int="0",
+                     predicate=True),
+    "isneginf": EwOp(1, "isinf(a) && a < 0", lambda a: np.isneginf(a) if a.dtype.kind == "f" else a != a, c_int="0",
+                     predicate=True),
+    "isreal": EwOp(1, "1", lambda a: np.ones(a.shape, bool), predicate=True),
+    "signbit": EwOp(1, "signbit(a) != 0", F.np_signbit, c_int="a < 0", c_bool="0", predicate=True),
+    "heaviside": EwOp(2, "a == 0 ? b : (T)(a > 0)", F.np_heaviside, grad=NONDIFF, public="custom"),
+    "logaddexp2": EwOp(2, F.LOGADDEXP2_C, F.np_logaddexp2, kind="float", allow="f", grad=F.logaddexp2_grad,
+                       saves="both"),
+    "nextafter": EwOp(2, "nextafter(a, b)", np.nextafter, allow="f", grad=NONDIFF),
+    "gcd": EwOp(2, "a", F.np_gcd, c_int="int_gcd(a, b)", allow="ui"),  # c: never built (no float gcd)
+    "lcm": EwOp(2, "a", F.np_lcm, c_int="int_lcm(a, b)", allow="ui"),
+    "frexp_exponent": EwOp(1, F.FREXP_EXP_C, F.np_frexp_exponent, allow="f", grad=NONDIFF, public="internal"),
+    "frexp_mantissa": EwOp(1, F.FREXP_MANT_C, F.np_frexp_mantissa, allow="f", grad=F.frexp_grad, saves="both",
+                           public="internal", node="FrexpBackward0"),
+    "erfinv": EwOp(1, "spf_erfinv(a)", F.np_erfinv, kind="float", saves="out", bundle=False, sample=_UNIT,
+                   grad=lambda g, a, out: (g * (out * out).exp() * (math.sqrt(math.pi) / 2),)),
+    "i0": EwOp(1, "spf_bessel_i(a, 0)", F.np_i0, kind="float", grad=lambda g, a, out: (g * a._special_i1(),),
+               bundle=False),
+    "igamma": EwOp(2, "spf_igamma(a, b, 0)", F.np_igamma, kind="float", allow="f", grad=F.igamma_grad(1.0, "igamma"),
+                   bundle=False, sample=_NO_A),
+    "igammac": EwOp(2, "spf_igamma(a, b, 1)", F.np_igammac, kind="float", allow="f", bundle=False,
+                    grad=F.igamma_grad(-1.0, "igammac"), sample=_NO_A),
+    "special_xlog1py": EwOp(2, "isnan(b) ? b : (a == 0 ? (T)0 : a * log1p(b))", F.np_xlog1py, kind="float",
+                            grad=F.xlog1py_grad, public="custom", node=F.overloads("SpecialXlog1Py"),
+                            sample=Sample(domain=((-2.0, 2.0), (-0.5, 3.0)))),
+    "special_entr": EwOp(1, F.ENTR_C, F.np_entr, kind="float", grad=lambda g, a, out: (g * -(1 + a.log()),),
+                         public="custom", sample=_POS),
+    "special_erfcx": EwOp(1, "spf_erfcx(a)", F.np_erfcx, kind="float", saves="both", public="custom", bundle=False,
+                          grad=lambda g, a, out: (g * (2 * a * out - _2_SQRTPI),)),
+    "special_ndtr": EwOp(1, F.NDTR_C, F.np_ndtr, kind="float", public="custom",
+                         grad=lambda g, a, out: (g * (-0.5 * a * a).exp() / math.sqrt(2 * math.pi),)),
+    "special_ndtri": EwOp(1, "spf_ndtri(a)", F.np_ndtri, kind="float", saves="out", public="custom", bundle=False,
+                          grad=lambda g, a, out: (g * (0.5 * out * out).exp() * math.sqrt(2 * math.pi),),
+                          sample=Sample(domain=(0.05, 0.95))),
+    "special_log_ndtr": EwOp(1, F.log_ndtr_c(), F.np_log_ndtr, kind="float", saves="both", public="custom",
+                             bundle=False, sample=Sample(domain=(-4.0, 3.0)),
+                             grad=lambda g, a, out: (g * (-(out + 0.5 * a * a)).exp() / math.sqrt(2 * math.pi),)),
+    "special_i0e": EwOp(1, "spf_bessel_ie(a, 0)", F.np_i0e, kind="float", saves="both", public="custom",
+                        node="SpecialI0EBackward0",
+                        bundle=False, grad=lambda g, a, out: (g * (a._special_i1e() - a.sign() * out),)),
+    "special_i1": EwOp(1, "spf_bessel_i(a, 1)", F.np_i1, kind="float", grad=F.i1_grad, saves="both",
+                       public="custom", bundle=False),
+    "special_i1e": EwOp(1, "spf_bessel_ie(a, 1)", F.np_i1e, kind="float", grad=F.i1e_grad, saves="both",
+                        node="SpecialI1EBackward0",
+                        public="custom", bundle=False),
+    "special_zeta": EwOp(2, "spf_zeta(a, b)", F.np_zeta, kind="float", grad=F.zeta_grad, public="custom",
+                         node=F.overloads("SpecialZeta"),
+                         bundle=False, sample=Sample(domain=((1.5, 4.0), (0.5, 3.0)), grad=False)),
+    "special_bessel_j0": EwOp(1, "spf_bessel_j(a, 0)", F.np_bessel_j0, kind="float", grad=NONDIFF, public="custom",
+                              bundle=False, sample=Sample(domain=(-40.0, 40.0))),
+    "special_bessel_j1": EwOp(1, "spf_bessel_j(a, 1)", F.np_bessel_j1, kind="float", grad=NONDIFF, public="custom",
+                              bundle=False, sample=Sample(domain=(-40.0, 40.0))),
+    "special_spherical_bessel_j0": EwOp(1, "isinf(a) ? (T)0 : (a == (T)0 ? (T)1 : sin(a) / a)", F.np_spherical_j0,
+                                        kind="float", grad=NONDIFF, public="custom"),
+    **{f"special_{'shifted_' * sh}{name}": EwOp(2, F.poly_c(kind, sh), F.np_poly(kind, sh), kind="float", grad=NONDIFF,
+                                                 public="custom", bundle=False, sample=_POLY[sh])
+       for kind, name in enumerate(F.POLYNOMIALS) for sh in ((False, True) if kind < 4 else (False,))},
     # rtol, atol are c, d
     "isclose": EwOp(4, "close_to(a, b, c, d)", R.np_isclose(False), predicate=True, allow="f", public="custom"),
     "isclose_nan": EwOp(4, "close_to(a, b, c, d) || (isnan(a) && isnan(b))", R.np_isclose(True), predicate=True,
