@@ -12,7 +12,7 @@ from functools import total_ordering
 
 from ..nn import functional as F
 from ..ops.views import broadcast_shapes
-from ._linalg import solve_triangular
+from ..ops.linalg_solve import solve_triangular
 from .bernoulli import Bernoulli
 from .beta import Beta
 from .categorical import Categorical

@@ -7,7 +7,7 @@ from ..ops.creation import eye
 from ..ops.views import broadcast_shapes
 from ..tensor import Size
 from . import constraints
-from ._linalg import cholesky, cholesky_inverse, solve_triangular
+from ..ops.linalg_solve import cholesky, cholesky_inverse, solve_triangular
 from .distribution import Distribution
 from .utils import _standard_normal, lazy_property
 

@@ -7,7 +7,7 @@ import pytest
 
 import clgrad
 from clgrad.autograd import gradcheck
-from clgrad.distributions import _linalg as L
+from clgrad.ops import linalg_solve as L
 from tests.helpers import grad_precision
 
 R = np.random.default_rng(1)
