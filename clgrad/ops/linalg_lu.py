@@ -9,6 +9,8 @@ working matrix, so the row swaps carry it for free. Gradients are PyTorch's form
 """
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from .. import dtypes as D
@@ -74,7 +76,7 @@ def getrf(A: Tensor):
     m, n = A.shape[-2:]
     batch = tuple(A.shape[:-2])
     rows = arange(m, dtype=A.dtype, device=A.device).reshape(1, m, 1)
-    flat = A.reshape(-1, m, n)
+    flat = A.reshape(math.prod(batch), m, n)
     W = cat([flat, rows.expand(flat.shape[0], m, 1)], -1)
     kmin, pivots = min(m, n), []
     for k in range(0, kmin, BLOCK):

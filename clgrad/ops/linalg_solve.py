@@ -15,6 +15,8 @@ ops (so double backward works), not autograd through the elimination loops.
 """
 from __future__ import annotations
 
+import math
+
 from .. import dtypes as D
 from ..autograd.function import Function
 from ..tensor import Tensor
@@ -104,7 +106,8 @@ def first_index(bad: Tensor) -> Tensor:
 
 def batched(a: Tensor, batch: tuple) -> Tensor:
     """``a`` broadcast to ``batch`` + its matrix shape, as a contiguous [prod(batch), m, n] tensor."""
-    return a.expand(tuple(batch) + tuple(a.shape[-2:])).reshape(-1, a.shape[-2], a.shape[-1]).contiguous()
+    flat = (math.prod(batch), a.shape[-2], a.shape[-1])
+    return a.expand(tuple(batch) + tuple(a.shape[-2:])).reshape(flat).contiguous()
 
 
 # ---- triangular solves ----------------------------------------------------------------------------------------
@@ -222,7 +225,8 @@ def triangular_solve(b, A, upper: bool = True, transpose: bool = False, unitrian
     """Legacy ``torch.triangular_solve``: (X, A.clone()) with op(A) X = b, op(A) = A^T when ``transpose``."""
     coef = A.mT if transpose else A
     X = solve_triangular(coef, b, upper=upper != transpose, unitriangular=unitriangular)
-    return TriangularSolve(X, A.clone())
+    batch = tuple(broadcast_shapes(A.shape[:-2], b.shape[:-2]))
+    return TriangularSolve(X, A.expand(batch + tuple(A.shape[-2:])).clone())
 
 
 # ---- Cholesky -------------------------------------------------------------------------------------------------
@@ -239,7 +243,7 @@ def _panel(W: Tensor, k: int, e: int) -> None:
 def potrf(A: Tensor) -> Tensor:
     """Untracked lower Cholesky factor of [..., n, n] A (lower triangle read); NaN from a failed column on."""
     n = A.shape[-1]
-    W = A.reshape(-1, n, n).tril().contiguous()
+    W = A.reshape(math.prod(A.shape[:-2]), n, n).tril().contiguous()
     for k in range(0, n, BLOCK):
         e = min(k + BLOCK, n)
         _panel(W, k, e)
@@ -286,15 +290,15 @@ def cholesky_ex(A, *, upper: bool = False, check_errors: bool = False, out=None)
     check_matrix(A, "cholesky")
     L, info = Cholesky.apply(A, upper)
     if check_errors:
-        _raise_not_pd(A, info)
+        _raise_not_pd(A, info, "linalg.cholesky_ex")
     return CholeskyEx(L, info)
 
 
-def _raise_not_pd(A: Tensor, info: Tensor) -> None:
+def _raise_not_pd(A: Tensor, info: Tensor, fn: str = "linalg.cholesky") -> None:
     bad = first_failure(info)
     if bad is not None:
         k, order = bad
-        raise LinAlgError(f"linalg.cholesky: {batch_prefix(A, k)}The factorization could not be completed because "
+        raise LinAlgError(f"{fn}: {batch_prefix(A, k)}The factorization could not be completed because "
                           f"the input is not positive-definite (the leading minor of order {order} is not "
                           f"positive-definite).")
 
