@@ -100,14 +100,15 @@ def getrf(A: Tensor):
 def perm_from_pivots(pivots: Tensor, m: int) -> Tensor:
     """int64 [..., m]: the row order LAPACK's 1-based swaps ``pivots`` [..., k] give (computed on the host: the
     swaps are sequential, and pivots are small integers)."""
-    piv = np.asarray(pivots.cpu().numpy(), dtype=np.int64).reshape(-1, pivots.shape[-1]) - 1
+    batch = tuple(pivots.shape[:-1])
+    piv = np.asarray(pivots.cpu().numpy(), dtype=np.int64).reshape(math.prod(batch), pivots.shape[-1]) - 1
     perm = np.tile(np.arange(m), (piv.shape[0], 1))
     at = np.arange(piv.shape[0])
     for i in range(piv.shape[1]):
         mine = perm[:, i].copy()
         perm[:, i] = perm[at, piv[:, i]]
         perm[at, piv[:, i]] = mine
-    return tensor(perm.reshape(tuple(pivots.shape[:-1]) + (m,)), device=pivots.device)
+    return tensor(perm.reshape(batch + (m,)), device=pivots.device)
 
 
 def _perm_matrix(perm: Tensor, dtype) -> Tensor:

@@ -245,3 +245,41 @@ def test_tensor_methods_and_return_types():
     sign, logabsdet = clgrad.linalg.slogdet(a)
     assert clgrad.linalg.slogdet(a).logabsdet is logabsdet or logabsdet.item() == clgrad.linalg.slogdet(a)[1].item()
     assert sign.item() == 1.0 and "linalg_slogdet" in repr(clgrad.linalg.slogdet(a))
+
+
+OPINFO_NAMES = ["linalg.solve", "linalg.solve_ex", "linalg.inv", "linalg.inv_ex", "linalg.det", "linalg.slogdet",
+                "logdet", "linalg.cholesky", "linalg.cholesky_ex", "linalg.lu_factor", "linalg.lu_factor_ex",
+                "linalg.lu", "lu_unpack", "linalg.lu_solve", "linalg.solve_triangular", "cholesky_solve",
+                "cholesky_inverse", "triangular_solve", "cholesky", "lu_solve",
+                "linalg.matrix_power"]
+
+
+def _to_clgrad(x, torch):
+    if isinstance(x, torch.Tensor):
+        return clgrad.tensor(x.detach().numpy())
+    if isinstance(x, (tuple, list)):
+        return type(x)(_to_clgrad(v, torch) for v in x)
+    return x
+
+
+def test_opinfo_samples_match_torch():
+    """A bounded number of PyTorch's own OpInfo samples per op (cpu, float64), outputs compared."""
+    torch = pytest.importorskip("torch")
+    pytest.importorskip("expecttest")
+    from torch.testing._internal.common_methods_invocations import op_db
+
+    ops = [op for op in op_db if op.name in OPINFO_NAMES and not op.variant_test_name]
+    assert {op.name for op in ops} == set(OPINFO_NAMES)
+    failures = []
+    for op in ops:
+        ours_fn = clgrad
+        for part in op.name.split("."):
+            ours_fn = getattr(ours_fn, part)
+        for sample in list(op.sample_inputs("cpu", torch.float64))[::2][:10]:
+            theirs = op.op(sample.input, *sample.args, **sample.kwargs)
+            try:
+                ours = ours_fn(_to_clgrad(sample.input, torch), *_to_clgrad(sample.args, torch), **sample.kwargs)
+                _cmp(ours, theirs, "float64")
+            except Exception as e:  # noqa: BLE001 - every failing sample is listed below
+                failures.append(f"{op.name}{tuple(sample.input.shape)} {sample.kwargs}: {type(e).__name__} {e}"[:300])
+    assert not failures, "\n".join(failures)
