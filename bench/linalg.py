@@ -12,10 +12,8 @@ from __future__ import annotations
 import os
 import sys
 
-import numpy as np
-
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from common import Bench, rand  # noqa: E402
+from common import Bench, np, rand  # noqa: E402 - common's numpy: it sets the thread count before numpy loads
 
 import clgrad  # noqa: E402
 
