@@ -49,20 +49,20 @@ SlogDet = result_type("linalg_slogdet", "sign", "logabsdet")
 
 
 # ---- the factorization ------------------------------------------------------------------------------------------
-def _swap_rows(W: Tensor, j: int, r: Tensor) -> None:
-    """Swap row j of W [b, m, c] with row r[i] of each batch element i, in place."""
+def _swap_rows(W: Tensor, r: Tensor) -> None:
+    """Swap row 0 of W [b, m, c] (a view) with row r[i] of each batch element i, in place."""
     idx = r.reshape(-1, 1, 1).expand(W.shape[0], 1, W.shape[-1])
-    mine = W[:, j:j + 1].clone()
-    W[:, j:j + 1] = W.gather(1, idx)
+    mine = W[:, :1].clone()
+    W[:, :1] = W.gather(1, idx)
     W.scatter_(1, idx, mine)
 
 
 def _panel(W: Tensor, k: int, e: int, pivots: list) -> None:
     """Unblocked LU with partial pivoting of columns k..e-1 of W (rows k..m), swapping whole rows."""
     for j in range(k, e):
-        r = W[:, j:, j].abs().argmax(-1) + j
+        r = W[:, j:, j].abs().argmax(-1)  # relative to row j
         pivots.append(r)
-        _swap_rows(W, j, r)
+        _swap_rows(W[:, j:], r)
         pivot = W[:, j, j:j + 1]
         below = W[:, j + 1:, j]
         below.div_(pivot.where(pivot != 0, 1.0))  # a zero pivot has a zero column below it: LAPACK skips it
@@ -90,7 +90,8 @@ def getrf(A: Tensor):
     LU = W[:, :, :n].reshape(batch + (m, n))
     perm = W[:, :, n].to(dtype=D.int64).reshape(batch + (m,))
     if pivots:
-        piv = (cat([p.unsqueeze(-1) for p in pivots], -1) + 1).to(dtype=D.int32).reshape(batch + (kmin,))
+        offsets = arange(1, kmin + 1, device=A.device)
+        piv = (cat([p.unsqueeze(-1) for p in pivots], -1) + offsets).to(dtype=D.int32).reshape(batch + (kmin,))
     else:
         piv = zeros(batch + (0,), dtype=D.int32, device=A.device)
     info = first_index(LU.diagonal(dim1=-2, dim2=-1) == 0)

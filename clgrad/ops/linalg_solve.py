@@ -234,7 +234,7 @@ def _panel(W: Tensor, k: int, e: int) -> None:
     """Unblocked right-looking Cholesky of the diagonal block W[:, k:e, k:e], in place, lower triangle."""
     for j in range(k, e):
         col = W[:, j:e, j]
-        col.copy_(col / col[:, :1].sqrt())
+        col.div_(col[:, :1].sqrt())
         if j + 1 < e:
             t = col[:, 1:]
             W[:, j + 1:e, j + 1:e].sub_(t.unsqueeze(-1) * t.unsqueeze(-2))
