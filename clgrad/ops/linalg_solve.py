@@ -115,6 +115,14 @@ def _pow2(n: int) -> int:
     return 1 << max(0, (n - 1).bit_length())
 
 
+def _mm(a: Tensor, b: Tensor) -> Tensor:
+    """a @ b; as a broadcast multiply and a sum where the inner or the last dim is tiny (<= 4), because the
+    matmul kernel's tiles cost milliseconds on thousands of 1x1 or matrix-vector products (measured on PoCL)."""
+    if a.shape[-1] <= 4 or b.shape[-1] <= 4:
+        return (a.unsqueeze(-1) * b.unsqueeze(-3)).sum(-2)
+    return a @ b
+
+
 def _diagonal_block_inverses(L: Tensor, nb: int) -> Tensor:
     """[B, N/nb, nb, nb]: the inverses of the nb x nb diagonal blocks of lower triangular L [B, N, N] (contiguous;
     N a multiple of nb, nb a power of two), by recursive doubling: log2(nb) levels of two batched matmuls."""
@@ -125,7 +133,7 @@ def _diagonal_block_inverses(L: Tensor, nb: int) -> Tensor:
         nblk = n // (2 * s)
         blocks = L.reshape(b, nblk, 2 * s, nblk, 2 * s).diagonal(dim1=1, dim2=3).permute(0, 3, 1, 2)
         upper, lower = inv[:, 0::2], inv[:, 1::2]
-        corner = -(lower @ (blocks[..., s:, :s] @ upper))
+        corner = -_mm(lower, _mm(blocks[..., s:, :s], upper))
         inv = cat([cat([upper, zeros(upper.shape, dtype=L.dtype, device=L.device)], -1),
                    cat([corner, lower], -1)], -2)
         s *= 2
@@ -149,12 +157,12 @@ def _trsm_lower(L: Tensor, B: Tensor) -> Tensor:
     L = L.contiguous()
     inv = _diagonal_block_inverses(L, nb)
     if size == nb:
-        return (inv[:, 0] @ B)[:, :n]
+        return _mm(inv[:, 0], B)[:, :n]
     X = zeros((b, size, k), dtype=B.dtype, device=B.device)
     for i in range(size // nb):
         r = slice(i * nb, (i + 1) * nb)
-        rhs = B[:, r] - L[:, r, : i * nb] @ X[:, : i * nb] if i else B[:, r]
-        X[:, r] = inv[:, i] @ rhs
+        rhs = B[:, r] - _mm(L[:, r, : i * nb], X[:, : i * nb]) if i else B[:, r]
+        X[:, r] = _mm(inv[:, i], rhs)
     return X[:, :n]
 
 
