@@ -74,6 +74,11 @@ from .ops.special import polygamma, mvlgamma, _standard_gamma_grad  # noqa: E402
 from .ops.special import heaviside, positive, float_power, ldexp, frexp  # noqa: E402,F401
 
 _special.install(Tensor)
+from .ops.linalg_solve import *  # noqa: F401,F403,E402 - cholesky, cholesky_solve, cholesky_inverse, triangular_solve
+from .ops.linalg_lu import *  # noqa: F401,F403,E402 - det, logdet, slogdet, inverse, lu_unpack
+from .ops.linalg_lu import legacy_lu as lu, legacy_lu_solve as lu_solve, install as _install_lu  # noqa: E402,F401
+
+_install_lu(Tensor)
 from .special_random import _sample_dirichlet, _standard_gamma  # noqa: E402,F401
 from . import distributions  # noqa: E402,F401
 # issue 17: shape/creation/random breadth (the *_copy views, rot90, logspace, cauchy_, ...)

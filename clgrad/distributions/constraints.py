@@ -8,7 +8,7 @@ tensor([ True, False])
 """
 from __future__ import annotations
 
-from ._linalg import cholesky_ex
+from ..ops.linalg_solve import cholesky_ex
 
 __all__ = [
     "Constraint", "boolean", "dependent", "dependent_property", "greater_than", "greater_than_eq", "half_open_interval",

@@ -11,8 +11,8 @@ import warnings
 from functools import total_ordering
 
 from ..nn import functional as F
+from ..ops.linalg_solve import solve_triangular
 from ..ops.views import broadcast_shapes
-from ._linalg import solve_triangular
 from .bernoulli import Bernoulli
 from .beta import Beta
 from .categorical import Categorical

@@ -4,10 +4,10 @@ from __future__ import annotations
 import math
 
 from ..ops.creation import eye
+from ..ops.linalg_solve import cholesky, cholesky_inverse, solve_triangular
 from ..ops.views import broadcast_shapes
 from ..tensor import Size
 from . import constraints
-from ._linalg import cholesky, cholesky_inverse, solve_triangular
 from .distribution import Distribution
 from .utils import _standard_normal, lazy_property
 

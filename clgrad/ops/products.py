@@ -16,7 +16,7 @@ import warnings
 from .. import dtypes as D
 from ..autograd.graph import inplace, needs_graph
 from ..tensor import is_tensor
-from . import creation, joins, linalg, rearrange, scans
+from . import creation, joins, linalg, linalg_lu, rearrange, scans
 from . import math as M
 from . import pointwise as P
 from . import shape as S
@@ -384,9 +384,8 @@ def matrix_power(A, n, *, out=None):
     if A.shape[-1] != A.shape[-2]:
         raise RuntimeError(f"linalg.matrix_power: A must be batches of square matrices, but they are "
                            f"{A.shape[-2]} by {A.shape[-1]} matrices")
-    if n < 0:
-        raise NotImplementedError("linalg.matrix_power: negative powers need linalg.inv, which clgrad does not "
-                                  "implement yet")
+    if n < 0:  # A^-n = inv(A)^n, raising LinAlgError when A is singular
+        A, n = linalg_lu.inv(A), -n
     if n == 0:
         eye = creation.eye(A.shape[-1], dtype=A.dtype, device=A.device)
         return _into(out, eye.expand(A.shape).contiguous(), "linalg.matrix_power")

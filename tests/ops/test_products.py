@@ -219,9 +219,14 @@ def test_inplace_and_out(device):
     assert y.grad_fn is not None
 
 
-def test_matrix_power_negative():
-    with pytest.raises(NotImplementedError, match="linalg.inv"):
-        clgrad.linalg.matrix_power(clgrad.eye(2), -1)
+def test_matrix_power_negative(device):
+    torch = pytest.importorskip("torch")
+    a = np.array([[[2.0, 1.0], [1.0, 3.0]], [[1.0, 2.0], [0.5, 4.0]]], np.float32)
+    want = torch.linalg.matrix_power(torch.from_numpy(a), -3).numpy()
+    assert_close(clgrad.linalg.matrix_power(clgrad.tensor(a, device=device), -3), want, rtol=1e-4, atol=1e-5)
+    assert_close(clgrad.tensor(a, device=device).matrix_power(-1), np.linalg.inv(a), rtol=1e-4, atol=1e-5)
+    with pytest.raises(clgrad.linalg.LinAlgError):
+        clgrad.linalg.matrix_power(clgrad.zeros(2, 2, device=device), -1)
 
 
 def test_cross_warns():

@@ -1,0 +1,75 @@
+"""Dense solvers: linalg.solve (LU with partial pivoting) and linalg.cholesky, batched 64x64 and one 512x512, fp32,
+time per call against numpy/LAPACK and PyTorch-CPU.
+
+    python bench/linalg.py [--device opencl:N] [--quick] [--smoke] [--json out.json] [--only "solve"]
+
+clgrad's factorizations are composed from its ops (a blocked right-looking algorithm: per 64-column panel one
+small launch sequence per column, then a triangular solve and one matmul for the trailing update), so their time is
+mostly launches (O(n) small ones: about 12 per column for LU, 5 for Cholesky); LAPACK's are one call.
+"""
+from __future__ import annotations
+
+import os
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from common import Bench, np, rand  # noqa: E402 - common's numpy: it sets the thread count before numpy loads
+
+import clgrad  # noqa: E402
+
+
+def _spd(batch: int, n: int) -> np.ndarray:
+    m = rand((batch, n, n), seed=3)
+    return (m @ m.transpose(0, 2, 1) / n + np.eye(n, dtype=np.float32)).astype(np.float32)
+
+
+def solve_case(b: Bench, batch: int, n: int, k: int = 1) -> None:
+    name = f"solve {batch}x{n}x{n}, {k} rhs"
+    if not b.wants(name):
+        return
+    a_np = rand((batch, n, n), seed=1) + n ** 0.5 * np.eye(n, dtype=np.float32)
+    r_np = rand((batch, n, k), seed=2)
+    a, r = clgrad.tensor(a_np, device=b.device), clgrad.tensor(r_np, device=b.device)
+    got, want = clgrad.linalg.solve(a, r).cpu().numpy(), np.linalg.solve(a_np, r_np)
+    err = abs(got - want).max() / max(abs(want).max(), 1e-30)
+    if err > 1e-3:
+        raise RuntimeError(f"{name}: clgrad's result is wrong (max relative error {err:.2e})")
+    tfn = None
+    if b.torch is not None:
+        ta, tr = b.torch.from_numpy(a_np), b.torch.from_numpy(r_np)
+        tfn = lambda: b.torch.linalg.solve(ta, tr)  # noqa: E731
+    times = b.measure(clgrad=lambda: clgrad.linalg.solve(a, r), numpy=lambda: np.linalg.solve(a_np, r_np), torch=tfn)
+    b.add(name, times)
+
+
+def cholesky_case(b: Bench, batch: int, n: int) -> None:
+    name = f"cholesky {batch}x{n}x{n}"
+    if not b.wants(name):
+        return
+    a_np = _spd(batch, n)
+    a = clgrad.tensor(a_np, device=b.device)
+    got, want = clgrad.linalg.cholesky(a).cpu().numpy(), np.linalg.cholesky(a_np)
+    err = abs(got - want).max() / max(abs(want).max(), 1e-30)
+    if err > 1e-3:
+        raise RuntimeError(f"{name}: clgrad's result is wrong (max relative error {err:.2e})")
+    tfn = None
+    if b.torch is not None:
+        ta = b.torch.from_numpy(a_np)
+        tfn = lambda: b.torch.linalg.cholesky(ta)  # noqa: E731
+    times = b.measure(clgrad=lambda: clgrad.linalg.cholesky(a), numpy=lambda: np.linalg.cholesky(a_np), torch=tfn)
+    b.add(name, times)
+
+
+def main(argv=None) -> Bench:
+    b = Bench(__doc__, __file__, argv)
+    batch, small, big = b.pick((4, 16, 64), (32, 64, 256), (32, 64, 512))
+    solve_case(b, batch, small)
+    cholesky_case(b, batch, small)
+    solve_case(b, 1, big)
+    cholesky_case(b, 1, big)
+    b.finish()
+    return b
+
+
+if __name__ == "__main__":
+    main()
