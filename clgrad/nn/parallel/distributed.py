@@ -58,7 +58,7 @@ class DistributedDataParallel(Module):
         self.find_unused_parameters = find_unused_parameters
         self.require_backward_grad_sync = True
         self.process_group = pg
-        _verify_same_model(params, pg)
+        _verify_same_model(list(module.parameters()), pg)  # frozen ones too: init_sync broadcasts them
         if init_sync:
             broadcast_coalesced(list(module.parameters()) + list(module.buffers()), src=pg.ranks[0], group=pg)
         cap = DEFAULT_BUCKET_CAP_MB if bucket_cap_mb is None else bucket_cap_mb
