@@ -29,7 +29,8 @@ DEFAULT_FIRST_BUCKET_BYTES = 1 * _MB  # communication starts early in backward
 class DistributedDataParallel(Module):
     """Data parallelism over the ranks of a process group (PyTorch's constructor arguments).
 
-    At construction every rank gets rank 0's parameters and buffers. Each forward broadcasts rank 0's
+    At construction every rank must wrap the same model (parameter count, then each parameter's shape and
+    dtype in order; all ranks raise PyTorch's error otherwise) and gets rank 0's parameters and buffers. Each forward broadcasts rank 0's
     buffers (``broadcast_buffers``) and arms the gradient hooks; backward all-reduces the gradients in
     buckets while it runs and leaves their average in ``.grad``, raising at its end if some parameter got no
     gradient (unless ``find_unused_parameters``). ``no_sync()`` skips the all-reduce for gradient
@@ -121,6 +122,9 @@ def _single_device(module, device_ids, output_device):
     return dev
 
 
+_DTYPES = tuple(dtypes.ALL)  # a dtype crosses the wire as its index here
+
+
 def _verify_same_model(params, pg) -> None:
     """Every rank must wrap the same model (PyTorch's ``_verify_param_shape_across_processes``): the same
     number of parameters, then the same shape and dtype for each, in order, before any bucket exists.
@@ -146,9 +150,6 @@ def _verify_same_model(params, pg) -> None:
             what = "sizes" if theirs[1:] != ref[1:] else "dtype" if theirs[0] != ref[0] else None
             if what is not None:
                 raise RuntimeError(_mismatch(me, r, i, theirs, ref, what))
-
-
-_DTYPES = tuple(dtypes.ALL)
 
 
 def _describe(p, width: int) -> list[int]:
