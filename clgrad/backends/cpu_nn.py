@@ -114,12 +114,19 @@ class CPUNN:
         np.add.at(view_of(acc), i[keep], view_of(grad)[keep].astype(acc.dtype.np))
 
     def moments(self, mean, var, x, dims) -> None:
-        """Mean and biased variance over ``dims`` (see CLNN.moments), two-pass in the accumulation dtype."""
+        """Mean and biased variance over ``dims`` (see CLNN.moments), two-pass in float64, stored in the
+        accumulation dtype."""
         if mean.numel() == 0:
             return
-        a = view_of(x).astype(mean.dtype.np)
+        a = view_of(x).astype(np.float64)  # float64, so that the sum of a float32 row can't overflow
+        # shifted by each row's first element, so that a constant row's variance is exactly 0 (as Welford's)
+        shift = a[tuple(slice(0, 1) if d in dims else slice(None) for d in range(a.ndim))] if a.size else 0.0
         with np.errstate(all="ignore"), warnings.catch_warnings():
             warnings.simplefilter("ignore", RuntimeWarning)  # numpy's "Mean of empty slice": nan, as in PyTorch
-            mu = np.mean(a, axis=tuple(dims), keepdims=True)
+            mu = np.mean(a - shift, axis=tuple(dims), keepdims=True)
+            sq = np.mean(np.square(a - shift - mu), axis=tuple(dims), keepdims=True)
+            mu = mu + shift
+            # as the kernel: NaN where the mean squared overflows the accumulation dtype (PyTorch's Welford)
+            sq[np.isinf(np.square(mu.astype(mean.dtype.np)))] = np.nan
             np.copyto(view_of(mean), mu)
-            np.copyto(view_of(var), np.mean(np.square(a - mu), axis=tuple(dims), keepdims=True))
+            np.copyto(view_of(var), sq)

@@ -9,6 +9,12 @@
 ${cl.header(fp64, idx_t)}\
 #define ACC ${acc}
 
+// m2 / K, but NaN where mean * mean overflows ACC: PyTorch's Welford merges each row into an empty (n=0, mean=0)
+// partial, whose d * d * 0 is then inf * 0 (layer_norm of [3e38] * 3 is NaN there); we match it on every device
+inline ACC biased_var(ACC mean, ACC m2, IDX K) {
+    return isinf(mean * mean) ? (ACC)NAN : m2 / (ACC)K;
+}
+
 % if group:
 // (n, mean, m2) of one part merged into another (Chan et al.)
 inline void merge(ACC *n, ACC *mean, ACC *m2, ACC n2, ACC mean2, ACC m22) {
@@ -88,10 +94,10 @@ __kernel void ${name}(
     }
     if (lid == 0) {
         mean_out[m] = mean;
-        var_out[m] = m2 / (ACC)K;
+        var_out[m] = biased_var(mean, m2, K);
     }
 % else:
     mean_out[m] = mean;
-    var_out[m] = m2 / (ACC)K;
+    var_out[m] = biased_var(mean, m2, K);
 % endif
 }

@@ -35,7 +35,8 @@ __kernel void ${name}(
     va = va + w2 * grad * grad;  /* addcmul_ */
     v[v_off + i] = va;
 %   if amsgrad:
-    va = fmax(vmax[vmax_off + i], va);
+    const T old = vmax[vmax_off + i];
+    va = (old > va || isnan(old)) ? old : va;  /* torch.maximum: a NaN propagates (fmax would drop it) */
     vmax[vmax_off + i] = va;
 %   endif
     T denom = sqrt(va) / bc2_sqrt;

@@ -325,7 +325,7 @@ def _ddp_errors(dev, r, n):
             "Expected to mark a variable ready only once", "Parameter at index 2 with name unused.weight has been "
             "marked as ready twice")
     _drain(ddp)
-    extra = nn.Linear(4, 2 + (r == n - 1)).to(dev)  # the last rank wraps a different model
+    extra = nn.Linear(4, 2, bias=r != n - 1).to(dev)  # the last rank wraps a different model
     _raises(lambda: DDP(extra), "DDP expects same model across all ranks")
 
 
@@ -389,6 +389,41 @@ def _ddp_outputs_not_in_loss(dev, r, n):
             assert ddp.module.b.weight.grad is None, "a parameter unused on every rank must keep its .grad"
 
 
+class _Pair(nn.Module):
+    """Two bias-free Linears, registered in the order given."""
+
+    def __init__(self, *shapes, names=("a", "b")):
+        super().__init__()
+        for name, (i, o) in zip(names, shapes):
+            setattr(self, name, nn.Linear(i, o, bias=False))
+
+
+def _ddp_model_mismatch(dev, r, n):
+    """Issue 19 item 6: the last rank wraps a model with the same parameter count and numel but different
+    shapes, a different order or a different dtype; every rank raises, naming what differs (PyTorch's text)."""
+    last = n - 1
+    where = "this process" if r == last else f"process {last}"
+    count = nn.Linear(4, 2, bias=r != last).to(dev)
+    _raises(lambda: DDP(count), f"DDP expects same model across all ranks, but Rank {r} has "
+            + ("1 params, while rank 0 has inconsistent 2 params." if r == last else
+               f"2 params, while rank {last} has inconsistent 1 params."))
+    # 6*8 + 8*4 == 4*10 + 10*4 elements: the old check (counts and numels) let this train
+    shapes = _Pair((4, 10), (10, 4)) if r == last else _Pair((6, 8), (8, 4))
+    _raises(lambda: DDP(shapes.to(dev)), f"[{r}]: params[0] in {where} with sizes [10, 4] appears not to match "
+            "sizes of the same param in process 0. Process 0 has sizes [8, 6].")
+    # the same modules registered in another order
+    order = _Pair((6, 4), (4, 6), names=("b", "a")) if r == last else _Pair((4, 6), (6, 4))
+    _raises(lambda: DDP(order.to(dev)), f"[{r}]: params[0] in {where} with sizes [4, 6] appears not to match")
+    if fp64_ok(dev):  # MPI used to abort with only MPI_ERR_IN_STATUS here
+        typed = nn.Linear(4, 2).to(dev)
+        typed = typed.double() if r == last else typed
+        _raises(lambda: DDP(typed), f"[{r}]: params[0] in {where} with dtype clgrad.float64 appears not to match "
+                "dtype of the same param in process 0. Process 0 has dtype clgrad.float32.")
+    clgrad.manual_seed(0)
+    ddp = DDP(_Pair((4, 6), (6, 4)).to(dev))  # the ranks are still in step: a matching model works
+    assert ddp.module.a.weight.shape == (6, 4)
+
+
 DDP_CASES = {
     "ddp_equivalence": _ddp_equivalence(no_sync_micro=False, momentum=0.0),
     "ddp_equivalence_momentum": _ddp_equivalence(no_sync_micro=False, momentum=0.9),
@@ -397,6 +432,7 @@ DDP_CASES = {
     "ddp_errors": _ddp_errors,
     "ddp_iteration_boundaries": _ddp_iteration_boundaries,
     "ddp_outputs_not_in_loss": _ddp_outputs_not_in_loss,
+    "ddp_model_mismatch": _ddp_model_mismatch,
 }
 CASES = {**COLLECTIVES, **DDP_CASES}
 

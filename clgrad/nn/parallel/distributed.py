@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 
+from ... import dtypes
 from ...autograd.function import AccumulateGrad
 from ...autograd.grad_mode import is_grad_enabled
 from ...device import resolve
@@ -28,7 +29,8 @@ DEFAULT_FIRST_BUCKET_BYTES = 1 * _MB  # communication starts early in backward
 class DistributedDataParallel(Module):
     """Data parallelism over the ranks of a process group (PyTorch's constructor arguments).
 
-    At construction every rank gets rank 0's parameters and buffers. Each forward broadcasts rank 0's
+    At construction every rank must wrap the same model (parameter count, then each parameter's shape and
+    dtype in order; all ranks raise PyTorch's error otherwise) and gets rank 0's parameters and buffers. Each forward broadcasts rank 0's
     buffers (``broadcast_buffers``) and arms the gradient hooks; backward all-reduces the gradients in
     buckets while it runs and leaves their average in ``.grad``, raising at its end if some parameter got no
     gradient (unless ``find_unused_parameters``). ``no_sync()`` skips the all-reduce for gradient
@@ -57,7 +59,7 @@ class DistributedDataParallel(Module):
         self.find_unused_parameters = find_unused_parameters
         self.require_backward_grad_sync = True
         self.process_group = pg
-        _verify_same_model(params, pg)
+        _verify_same_model(list(module.parameters()), pg)  # frozen ones too: init_sync broadcasts them
         if init_sync:
             broadcast_coalesced(list(module.parameters()) + list(module.buffers()), src=pg.ranks[0], group=pg)
         cap = DEFAULT_BUCKET_CAP_MB if bucket_cap_mb is None else bucket_cap_mb
@@ -120,18 +122,50 @@ def _single_device(module, device_ids, output_device):
     return dev
 
 
+_DTYPES = tuple(dtypes.ALL)  # a dtype crosses the wire as its index here
+
+
 def _verify_same_model(params, pg) -> None:
-    """Every rank must wrap the same model: compare parameter counts and sizes before any bucket exists."""
-    count, numel = len(params), sum(p.numel() for p in params)
-    every = zeros(pg.size(), 2, dtype=int64)
-    all_gather_into_tensor(every, tensor([count, numel], dtype=int64), group=pg)
-    for r, (their_count, their_numel) in enumerate(every.tolist()):
-        if their_count != count:
-            raise RuntimeError(f"DDP expects same model across all ranks, but Rank {pg.rank()} has {count} params, "
-                               f"while rank {r} has inconsistent {their_count} params.")
-        if their_numel != numel:
-            raise RuntimeError(f"DDP expects same model across all ranks, but Rank {pg.rank()} has {numel} "
-                               f"parameter elements, while rank {r} has {their_numel}.")
+    """Every rank must wrap the same model (PyTorch's ``_verify_param_shape_across_processes``): the same
+    number of parameters, then the same shape and dtype for each, in order, before any bucket exists.
+
+    Every rank sees every rank's description (all-gathers, where PyTorch broadcasts rank 0's), so every rank
+    raises, and the job stops cleanly rather than one rank failing while the others wait in a collective.
+    PyTorch also compares strides; clgrad's collectives stage parameters contiguously, so strides may differ.
+    """
+    counts = zeros(pg.size(), 2, dtype=int64)
+    all_gather_into_tensor(counts, tensor([len(params), max(p.dim() for p in params)], dtype=int64), group=pg)
+    counts = counts.tolist()
+    for r, (their_count, _) in enumerate(counts):
+        if their_count != len(params):
+            raise RuntimeError(f"DDP expects same model across all ranks, but Rank {pg.rank()} has {len(params)} "
+                               f"params, while rank {r} has inconsistent {their_count} params.")
+    width = 2 + max(ndim for _, ndim in counts)
+    every = zeros(pg.size(), len(params), width, dtype=int64)
+    all_gather_into_tensor(every, tensor([_describe(p, width) for p in params], dtype=int64), group=pg)
+    every = every.tolist()
+    me = pg.rank()
+    for r in sorted(range(1, pg.size()), key=lambda r: r != me):  # this rank first: its message is PyTorch's
+        for i, (theirs, ref) in enumerate(zip(every[r], every[0])):
+            what = "sizes" if theirs[1:] != ref[1:] else "dtype" if theirs[0] != ref[0] else None
+            if what is not None:
+                raise RuntimeError(_mismatch(me, r, i, theirs, ref, what))
+
+
+def _describe(p, width: int) -> list[int]:
+    """[dtype index, ndim, *sizes] padded with -1 to ``width`` entries."""
+    row = [_DTYPES.index(p.dtype), p.dim(), *p.shape]
+    return row + [-1] * (width - len(row))
+
+
+def _mismatch(me: int, r: int, i: int, theirs: list[int], ref: list[int], what: str) -> str:
+    """PyTorch's message on the rank that differs; the other ranks name it."""
+    where = "this process" if r == me else f"process {r}"
+    if what == "sizes":
+        return (f"[{me}]: params[{i}] in {where} with sizes {theirs[2:2 + theirs[1]]} appears not to match sizes "
+                f"of the same param in process 0. Process 0 has sizes {ref[2:2 + ref[1]]}.")
+    return (f"[{me}]: params[{i}] in {where} with dtype {_DTYPES[theirs[0]]} appears not to match dtype of the "
+            f"same param in process 0. Process 0 has dtype {_DTYPES[ref[0]]}.")
 
 
 def _unused(params, output) -> set[int]:

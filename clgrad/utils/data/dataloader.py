@@ -10,6 +10,7 @@ import collections.abc as abc
 import queue
 import threading
 from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import TimeoutError as FutureTimeout
 
 import numpy as np
 
@@ -96,9 +97,11 @@ def default_collate(batch):
 
 
 def _check_args(loader, shuffle, sampler, batch_sampler, batch_size, drop_last, num_workers, prefetch_factor,
-                persistent_workers):
+                persistent_workers, timeout):
     if num_workers < 0:
         raise ValueError("num_workers option should be non-negative; use num_workers=0 to disable multiprocessing.")
+    if timeout < 0:
+        raise ValueError("timeout option should be non-negative")
     if num_workers == 0 and prefetch_factor is not None:
         raise ValueError("prefetch_factor option could only be specified in multiprocessing.let num_workers > 0 "
                          "to enable multiprocessing, otherwise set prefetch_factor to None.")
@@ -124,7 +127,8 @@ class DataLoader:
     """Iterate over ``dataset`` in batches: ``for x, y in DataLoader(ds, batch_size=64, shuffle=True)``.
 
     With ``num_workers > 0``, that many background threads load and collate up to
-    ``prefetch_factor * num_workers`` batches ahead, yielded in order. ``pin_memory`` and ``in_order`` are
+    ``prefetch_factor * num_workers`` batches ahead, yielded in order; waiting more than ``timeout`` seconds
+    (if positive) for a batch raises ``RuntimeError``, as in PyTorch. ``pin_memory`` and ``in_order`` are
     accepted and ignored (batches always come in order, which ``in_order=False`` allows).
 
     clgrad extension: with ``device="opencl"``, batches arrive with their tensors already on that device, and
@@ -139,7 +143,7 @@ class DataLoader:
         self.dataset = dataset
         self.device = None if device is None else resolve(device)  # checked now, not at the first batch
         _check_args(self, shuffle, sampler, batch_sampler, batch_size, drop_last, num_workers, prefetch_factor,
-                    persistent_workers)
+                    persistent_workers, timeout)
         if batch_sampler is not None:
             batch_size, drop_last = None, False
         elif sampler is None and not isinstance(dataset, IterableDataset):
@@ -188,37 +192,57 @@ class DataLoader:
         return batches if self.device is None else to_device_ahead(batches, self.device)
 
     def _host_batches(self):
+        if self.num_workers == 0 and self.timeout != 0:  # PyTorch: the same AssertionError, from its iterator
+            raise AssertionError("_SingleProcessDataLoaderIter requires timeout == 0: with num_workers=0 the batches "
+                                 "load in this thread, which cannot time itself out")
         if isinstance(self.dataset, IterableDataset):
             batches = self._iterable_batches()
-            return batches if self.num_workers == 0 else _read_ahead(batches, self.prefetch_factor * self.num_workers)
+            return batches if self.num_workers == 0 else _read_ahead(
+                batches, self.prefetch_factor * self.num_workers, self.timeout)
         indices = self.batch_sampler if self._auto_collation else self.sampler
         if self.num_workers == 0:
             return (self._fetch(index) for index in indices)
-        return _ordered_pool(self._fetch, indices, self.num_workers, max(1, self.prefetch_factor * self.num_workers))
+        return _ordered_pool(self._fetch, indices, self.num_workers, max(1, self.prefetch_factor * self.num_workers),
+                             self.timeout)
 
 
-def _ordered_pool(fetch, indices, num_workers, depth):
+def _timed_out(timeout) -> RuntimeError:
+    """PyTorch's error when a worker's batch takes longer than ``timeout`` seconds to arrive."""
+    return RuntimeError(f"DataLoader timed out after {timeout} seconds")
+
+
+def _ordered_pool(fetch, indices, num_workers, depth, timeout=0):
     """Run ``fetch`` over ``indices`` on a thread pool, at most ``depth`` ahead, yielding in order.
 
     An exception in a worker surfaces at the batch that raised it; closing the generator early (``break``)
-    cancels what has not started."""
+    cancels what has not started. A batch not ready ``timeout`` seconds after it is asked for raises (the
+    stuck thread can't be killed: it is left to finish in the background)."""
     pool = ThreadPoolExecutor(max_workers=num_workers, thread_name_prefix="clgrad-dataloader")
     pending: collections.deque = collections.deque()
     try:
         for index in indices:
             pending.append(pool.submit(fetch, index))
             if len(pending) >= depth:
-                yield pending.popleft().result()
+                yield _result(pending.popleft(), timeout)
         while pending:
-            yield pending.popleft().result()
+            yield _result(pending.popleft(), timeout)
     finally:
         pool.shutdown(wait=False, cancel_futures=True)
+
+
+def _result(future, timeout):
+    try:
+        return future.result(timeout=timeout if timeout > 0 else None)
+    except FutureTimeout:
+        if future.done():  # the batch's own TimeoutError, not ours
+            raise
+        raise _timed_out(timeout) from None
 
 
 _DONE = object()
 
 
-def _read_ahead(batches, depth):
+def _read_ahead(batches, depth, timeout=0):
     """A stream can't be split among workers without duplicating it, so one thread reads it ahead."""
     q: queue.Queue = queue.Queue(maxsize=max(1, depth))
     stop = threading.Event()
@@ -245,7 +269,10 @@ def _read_ahead(batches, depth):
     threading.Thread(target=produce, daemon=True, name="clgrad-dataloader").start()
     try:
         while True:
-            item, err = q.get()
+            try:
+                item, err = q.get(timeout=timeout if timeout > 0 else None)
+            except queue.Empty:
+                raise _timed_out(timeout) from None
             if err is not None:
                 raise err
             if item is _DONE:
