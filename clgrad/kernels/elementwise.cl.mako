@@ -5,6 +5,8 @@
 ## dims coalesced by the launcher, so `ndim` is small. A contiguous operand skips index math.
 ## ``prelude``: statements run after the loads, before the store (``clgrad.compile``'s fused chains: one statement
 ## per op, so the compiler contracts a multiply and an add into an fma exactly where the op's own kernel would).
+## ``checked``: the integer division kernels (floor_divide, trunc_divide, remainder, fmod) that also take the launching
+## thread's error buffer and a slot, and set it where the divisor is 0 (the result stays the defined 0).
 <%namespace name="cl" file="prelude.cl.mako"/>\
 <%
   letters = "abcdefgh"
@@ -133,7 +135,7 @@ __kernel void ${name}(
 % if strided:
     ${", ".join(f"IDX n{d}" for d in range(ndim))},
 % endif
-    IDX numel)
+    IDX numel${", volatile __global int *err, int err_slot" if name in checked else ""})
 {
 % if grid:
     // an ndim-D launch (CPU devices): coordinates come from the work-item ids, innermost dim first, so no
@@ -193,6 +195,9 @@ __kernel void ${name}(
 % for statement in prelude:
     ${statement}
 % endfor
+% if name in checked:
+    if (b == 0) atomic_or(err + err_slot, 1);  /* integer division by zero: raised at the next sync */
+% endif
 % if out_cast == "half":
     // double -> float -> half, as c10::Half converts
     ${cl.module.store("half", "out", oidx, expr)};

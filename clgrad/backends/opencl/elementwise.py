@@ -7,7 +7,7 @@ import numpy as np
 from ... import dtypes as D
 from ...registry.elementwise import OPS, EwOp
 from ..common import INT32_MAX, SCALAR_TYPES, is_scalar
-from . import programs
+from . import pending, programs
 from .launch import Launcher, coalesce, is_contig, launch_size
 
 # numpy types of kernel scalar arguments, by the C type the kernel declares. Kernels are cached on their
@@ -29,6 +29,11 @@ def _out_cast(out_dt: D.dtype, compute: D.dtype, entry) -> str:
     if compute.kind == "f" and not entry.predicate and out_dt.kind in "iu" and out_dt is not D.int64:
         return "float_to_small_int"
     return "plain"
+
+
+def _zero_division():
+    """Integer division by zero, as PyTorch's CPU raises it (``RuntimeError: ZeroDivisionError``)."""
+    raise pending.IntegerDivisionByZero("ZeroDivisionError")
 
 
 def _to_scalar(x, scalar_np: np.dtype):
@@ -129,6 +134,9 @@ class CLElementwise:
             values += shape
         arg_dtypes.append(idx_np)
         values.append(n)
+        checked = fused is None and entry.int_div_check and compute.kind in "iu"
+        if checked:  # the error buffer and slot of a zero-divisor check (pending.py), filled per call
+            arg_dtypes += [None, np.int32]
 
         integral = compute.kind != "f"
         # a registry op names itself and its bundle (the kernel list is computed at render: programs.render_params)
@@ -162,6 +170,11 @@ class CLElementwise:
                     vals[slot], vals[slot + 1] = x._storage.data, x._offset
                 else:
                     vals[slot] = _to_scalar(x, scalar_np)
-            kernel(queue, gsize, lsize, *vals)
+            if checked:
+                err, slot = pending.error_slot(dev)
+                kernel(queue, gsize, lsize, *vals, err, np.int32(slot))
+                pending.defer_slot(dev, slot, _zero_division, op)
+            else:
+                kernel(queue, gsize, lsize, *vals)
 
         return launch

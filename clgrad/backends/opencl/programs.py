@@ -68,8 +68,12 @@ def render_params(template: str, params: dict) -> dict:
         params = dict(params)
         op, dt, bundle = params.pop("op"), D.as_dtype(params.pop("op_dtype")), params.pop("bundle")
         integral = dt.kind != "f"
-        params["kernels"] = tuple((f"{o}_{dt.compute_ctype}", OPS[o].c_expr(integral, dt is D.bool))
-                                  for o in (bundle_of(op, dt) if bundle else (op,)))
+        ops = bundle_of(op, dt) if bundle else (op,)
+        params["kernels"] = tuple((f"{o}_{dt.compute_ctype}", OPS[o].c_expr(integral, dt is D.bool)) for o in ops)
+        # integer division kernels that flag a zero divisor in the error buffer (pending.py): two more arguments
+        params["checked"] = tuple(f"{o}_{dt.compute_ctype}" for o in ops if OPS[o].int_div_check and dt.kind in "iu")
+    elif template == "elementwise":  # a fused kernel (clgrad.compile): no checks
+        params = dict(params, checked=())
     elif template == "reduce":
         params = dict(params)
         params.update(REDUCTIONS[params.pop("op")].c_exprs(params["acc"], params["vec"]))
