@@ -16,7 +16,6 @@ _SCALAR_NP = {"uchar": np.uint8, "char": np.int8, "short": np.int16, "int": np.i
               "float": np.float32, "double": np.float64, "bool": np.uint8}
 
 
-_MAX_LAUNCHERS = 4096  # distinct layouts seen; the cache starts over beyond this (shapes that keep changing)
 
 
 def _out_cast(out_dt: D.dtype, compute: D.dtype, entry) -> str:
@@ -72,8 +71,6 @@ class CLElementwise:
         key = (op, compute, out.dtype, out._shape, out._strides, big, out.device.index, *layout)
         launch = self._launchers.get(key)
         if launch is None:
-            if len(self._launchers) >= _MAX_LAUNCHERS:
-                self._launchers.clear()
             launch = self._launchers[key] = self._build_launcher(op, out, inputs, compute, big)
         return launch
 
