@@ -20,7 +20,6 @@ import pytest
 import clgrad
 import clgrad.nn.functional as F
 from clgrad.backends.opencl import pending, runtime
-
 from tests.helpers import make
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
