@@ -139,7 +139,7 @@ __kernel void ${name}(
 {
 % if grid:
     // an ndim-D launch (CPU devices): coordinates come from the work-item ids, innermost dim first, so no
-    // integer division per element; the global size is the shape itself, so there is no tail to guard
+    // integer division per element; the innermost global size is rounded up to the work-group size (``guard``)
     // (an innermost stride of 0 or 1 is compiled in: ``inner``, in the order out, tensor inputs)
 <%
     tensor_pos = [k for k, (scalar, _, _, _) in enumerate(args) if not scalar]
@@ -155,6 +155,9 @@ __kernel void ${name}(
 %   for d in range(ndim):
     const IDX c${d} = (IDX)get_global_id(${ndim - 1 - d});
 %   endfor
+%   if guard:
+    if (c${ndim - 1} >= n${ndim - 1}) return;
+%   endif
     const IDX gid = ${"(" * (ndim - 1) + "c0" + "".join(f" * n{d} + c{d})" for d in range(1, ndim))};
 %   for var, off, st, unit in targets:
     const IDX ${var} = ${off}${"".join(term(d, st, unit) for d in range(ndim))};

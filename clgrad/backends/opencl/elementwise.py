@@ -6,7 +6,7 @@ import numpy as np
 
 from ... import dtypes as D
 from ...registry.elementwise import OPS, EwOp
-from ..common import INT32_MAX, SCALAR_TYPES, is_scalar
+from ..common import INT32_MAX, SCALAR_TYPES, is_scalar, pow2
 from . import pending, programs
 from .launch import Launcher, coalesce, is_contig, launch_size
 
@@ -28,6 +28,14 @@ def _out_cast(out_dt: D.dtype, compute: D.dtype, entry) -> str:
     if compute.kind == "f" and not entry.predicate and out_dt.kind in "iu" and out_dt is not D.int64:
         return "float_to_small_int"
     return "plain"
+
+
+def _grid_size(shape) -> tuple:
+    """(global, local) sizes of an ndim-D launch over ``shape`` (innermost dim first): work-groups along the
+    innermost dim only, of a power of two up to 64 (a guarded tail), so that PoCL, which generates code per
+    local size, meets at most 7 of them however the shapes vary (left to choose, it picked one per shape)."""
+    local = min(64, pow2(shape[-1]))
+    return (-(-shape[-1] // local) * local, *reversed(shape[:-1])), (local,) + (1,) * (len(shape) - 1)
 
 
 def _zero_division():
@@ -126,6 +134,7 @@ class CLElementwise:
         # the grid kernel's innermost stride as a constant where it is 0 or 1: with a runtime stride PoCL gathers
         # every vector lane, with a constant one it loads a contiguous run (a broadcast row) or one value
         inner = tuple(st[-1] if grid and st[-1] in (0, 1) else None for st in strides)
+        gsize, lsize = _grid_size(shape) if grid else launch_size(dev, n)
         if strided:
             arg_dtypes += [idx_np] * ndim
             values += shape
@@ -142,7 +151,7 @@ class CLElementwise:
         params = dict(
             compute=compute_ctype, integral=integral, **kernels, prelude=() if fused is None else fused[1],
             half_compute=compute is D.float16, args=tuple(arg_desc),
-            out_ctype=out.dtype.ctype, out_contig=out_contig, grid=grid, inner=inner, guard=launch_size(dev, n)[0][0] != n, out_cast=_out_cast(out.dtype, compute, entry), ndim=ndim,
+            out_ctype=out.dtype.ctype, out_contig=out_contig, grid=grid, inner=inner, guard=gsize[0] != (shape[-1] if grid else n), out_cast=_out_cast(out.dtype, compute, entry), ndim=ndim,
             idx_t="long" if big else "int", fp64=D.float64 in (compute, out.dtype) or any(x.dtype is D.float64 for x in tensors),
         )
         name = f"{op}_{compute_ctype}"
@@ -153,7 +162,6 @@ class CLElementwise:
                 raise
             params["bundle"] = False
             kernel = programs.get_kernel(dev, "elementwise", name, tuple(arg_dtypes), params)
-        gsize, lsize = (tuple(reversed(shape)), None) if grid else launch_size(dev, n)
         queue = dev.queue
 
         def launch(out, inputs):
