@@ -199,7 +199,10 @@ __kernel void ${name}(
     ${statement}
 % endfor
 % if name in checked:
-    if (b == 0) atomic_or(err + err_slot, 1);  /* integer division by zero: raised at the next sync */
+    if (b == 0) {  /* integer division by zero: raised at the next sync (word 0: any failed check) */
+        atomic_or(err + err_slot, 1);
+        atomic_or(err, 1);
+    }
 % endif
 % if out_cast == "half":
     // double -> float -> half, as c10::Half converts

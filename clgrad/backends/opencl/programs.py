@@ -32,7 +32,7 @@ from ..._version import __version__
 from ...registry.elementwise import OPS
 from ...registry.reductions import REDUCTIONS
 from .. import add_cache_listener, invalidate  # noqa: F401 (re-exported: the OpenCL code registers here)
-from . import groups, pending, runtime
+from . import groups, runtime
 
 KERNEL_DIR = Path(__file__).resolve().parents[2] / "kernels"
 _lookup = TemplateLookup(directories=[str(KERNEL_DIR)], strict_undefined=True, input_encoding="utf-8")
@@ -112,8 +112,6 @@ def render_params(template: str, params: dict) -> dict:
     elif template == "reduce":
         params = dict(params)
         params.update(REDUCTIONS[params.pop("op")].c_exprs(params["acc"], params["vec"]))
-    elif template == "optim":  # the words of the error buffer the step reads (pending.py)
-        params = dict(params, err_slots=pending.SLOTS)
     return params
 
 
