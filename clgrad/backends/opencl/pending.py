@@ -4,7 +4,7 @@ set a word of the launching thread's error buffer on the device and ``defer_slot
 once cost a full wait per loss (the host could not queue the backward pass while the forward ran): the MNIST step
 took 7.9 ms with it, 5.5 without. This module does not import pyopencl, so ``clgrad.opencl`` can check without it.
 
-- Errors belong to the thread that launched the op: each thread has, per device, an error buffer of ``SLOTS`` words
+- Errors belong to the thread that launched the op: each thread has, per device, an error buffer of ``SLOTS`` + 1 words
   (one per check not looked at yet), and only that thread's host reads and synchronizes report them.
 - Every failed check of a sync is reported: the first failed op's exception is raised, its message listing the
   others (one exception, so a loop that catches it to skip a bad batch does not get the batch's second error at the
