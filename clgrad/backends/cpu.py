@@ -17,6 +17,7 @@ from .cpu_random import CPURandom
 from .cpu_reduce import CPUReduce
 from .cpu_scan import CPUScan
 from .cpu_sparse import CPUSparse
+from .opencl.pending import IntegerDivisionByZero
 
 
 class CPUBackend:
@@ -72,6 +73,8 @@ class CPUBackend:
                     arr = cast(arr, D.float16)  # operands convert to the common dtype first, as in PyTorch
                 arr = arr.astype(cnp, copy=False)
             arrays.append(arr)
+        if entry.int_div_check and compute.kind in "iu" and not np.all(arrays[1]):
+            raise IntegerDivisionByZero("ZeroDivisionError")  # as PyTorch's CPU does, before writing
         with np.errstate(all="ignore"):
             result = entry.np(*arrays)
         np.copyto(view_of(out), cast(result, out.dtype), casting="unsafe")

@@ -5,6 +5,8 @@
 ## dims coalesced by the launcher, so `ndim` is small. A contiguous operand skips index math.
 ## ``prelude``: statements run after the loads, before the store (``clgrad.compile``'s fused chains: one statement
 ## per op, so the compiler contracts a multiply and an add into an fma exactly where the op's own kernel would).
+## ``checked``: the integer division kernels (floor_divide, trunc_divide, remainder, fmod) that also take the launching
+## thread's error buffer and a slot, and set it where the divisor is 0 (the result stays the defined 0).
 <%namespace name="cl" file="prelude.cl.mako"/>\
 <%
   letters = "abcdefgh"
@@ -143,11 +145,11 @@ __kernel void ${name}(
 % if strided:
     ${", ".join(f"IDX n{d}" for d in range(ndim))},
 % endif
-    IDX numel)
+    IDX numel${", volatile __global int *err, int err_slot" if name in checked else ""})
 {
 % if grid:
     // an ndim-D launch (CPU devices): coordinates come from the work-item ids, innermost dim first, so no
-    // integer division per element; the global size is the shape itself, so there is no tail to guard
+    // integer division per element; the innermost global size is rounded up to the work-group size (``guard``)
     // (an innermost stride of 0 or 1 is compiled in: ``inner``, in the order out, tensor inputs)
 <%
     tensor_pos = [k for k, (scalar, _, _, _) in enumerate(args) if not scalar]
@@ -163,6 +165,9 @@ __kernel void ${name}(
 %   for d in range(ndim):
     const IDX c${d} = (IDX)get_global_id(${ndim - 1 - d});
 %   endfor
+%   if guard:
+    if (c${ndim - 1} >= n${ndim - 1}) return;
+%   endif
     const IDX gid = ${"(" * (ndim - 1) + "c0" + "".join(f" * n{d} + c{d})" for d in range(1, ndim))};
 %   for var, off, st, unit in targets:
     const IDX ${var} = ${off}${"".join(term(d, st, unit) for d in range(ndim))};
@@ -203,6 +208,12 @@ __kernel void ${name}(
 % for statement in prelude:
     ${statement}
 % endfor
+% if name in checked:
+    if (b == 0) {  /* integer division by zero: raised at the next sync (word 0: any failed check) */
+        atomic_or(err + err_slot, 1);
+        atomic_or(err, 1);
+    }
+% endif
 % if out_cast == "half":
     // double -> float -> half, as c10::Half converts
     ${cl.module.store("half", "out", oidx, expr)};

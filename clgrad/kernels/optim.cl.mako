@@ -3,6 +3,8 @@
 ## PyTorch's single-tensor ops in its order, rounding to T after each as the composed ops do, and
 ## FP_CONTRACT is off so the compiler does not fuse a multiply and an add into a differently rounded fma.
 ## All tensors are contiguous with the parameter's dtype T (float or double); p and g carry offsets.
+## ``err``: the launching thread's error buffer of deferred device-side checks (pending.py): while its word 0 is set
+## (a bounds check of this step's forward failed and was not reported yet) the step changes nothing.
 <%namespace name="cl" file="prelude.cl.mako"/>\
 ${cl.header(fp64, idx_t)}\
 #pragma OPENCL FP_CONTRACT OFF
@@ -14,10 +16,10 @@ __kernel void ${name}(
 %   if amsgrad:
     __global T *vmax, IDX vmax_off,
 %   endif
-    T lr, T w1, T beta2, T w2, T eps, T wd, T shrink, T step_size, T bc2_sqrt, IDX n)
+    T lr, T w1, T beta2, T w2, T eps, T wd, T shrink, T step_size, T bc2_sqrt, IDX n, __global const int *err)
 {
     const IDX i = get_global_id(0);
-    if (i >= n) return;
+    if (i >= n || err[0]) return;
     T grad = g[g_off + i];
 %   if maximize:
     grad = -grad;
@@ -49,10 +51,10 @@ __kernel void ${name}(
 %   if momentum:
     __global T *buf, IDX buf_off,
 %   endif
-    T lr, T wd, T mom, T damp, IDX n)
+    T lr, T wd, T mom, T damp, IDX n, __global const int *err)
 {
     const IDX i = get_global_id(0);
-    if (i >= n) return;
+    if (i >= n || err[0]) return;
     T grad = g[g_off + i];
 %   if maximize:
     grad = -grad;

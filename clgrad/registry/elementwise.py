@@ -83,6 +83,7 @@ class EwOp:
     aliases: tuple = ()
     node: str | Callable | None = None  # None: f"{Camel}Backward0"
     bundle: bool = True
+    int_div_check: bool = False  # integer kernels flag a zero divisor (b): RuntimeError('ZeroDivisionError') later
     sample: Sample = field(default_factory=Sample)
 
     def c_expr(self, integral: bool, is_bool: bool = False) -> str:
@@ -270,13 +271,13 @@ OPS: dict[str, EwOp] = {
     "div": EwOp(2, "a / b", np.true_divide, kind="float", public="custom", reads=((1,), (0, 1)),
                 grad=lambda g, a, b, out: (g / b if b is not None else None,
                                            -g * a / (b * b) if a is not None and b is not None else None)),
-    "floor_divide": EwOp(2, "py_floordiv(a, b)", R.np_floor_divide, allow=_NUM, grad=NONDIFF),
+    "floor_divide": EwOp(2, "py_floordiv(a, b)", R.np_floor_divide, allow=_NUM, grad=NONDIFF, int_div_check=True),
     "trunc_divide": EwOp(2, "trunc(a / b)", R.np_trunc_divide, c_int="trunc_div(a, b)", allow=_NUM, grad=NONDIFF,
-                         public="custom"),
-    "remainder": EwOp(2, "py_remainder(a, b)", R.np_remainder, allow=_NUM,
+                         public="custom", int_div_check=True),
+    "remainder": EwOp(2, "py_remainder(a, b)", R.np_remainder, allow=_NUM, int_div_check=True,
                       grad=lambda g, a, b, out: (g, -g * (a / b).floor()),
                       sample=Sample(domain=((0.1, 0.9), (1.0, 2.0)))),
-    "fmod": EwOp(2, "fmod(a, b)", R.np_fmod, c_int="int_fmod(a, b)", allow=_NUM,
+    "fmod": EwOp(2, "fmod(a, b)", R.np_fmod, c_int="int_fmod(a, b)", allow=_NUM, int_div_check=True,
                  grad=lambda g, a, b, out: (g, -g * (a / b).trunc()), sample=Sample(domain=((0.1, 0.9), (1.0, 2.0)))),
     "pow": EwOp(2, "pow(a, b)", R.np_pow, c_int="int_pow(a, b)", allow=_NUM, grad=_pow, saves="both", node=_pow_node,
                 sample=Sample(domain=((0.5, 2.0), (-2.0, 2.0)))),

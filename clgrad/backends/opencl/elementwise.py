@@ -6,8 +6,8 @@ import numpy as np
 
 from ... import dtypes as D
 from ...registry.elementwise import OPS, EwOp
-from ..common import INT32_MAX, SCALAR_TYPES, is_scalar
-from . import programs
+from ..common import INT32_MAX, SCALAR_TYPES, is_scalar, pow2
+from . import pending, programs
 from .launch import Launcher, coalesce, is_contig, launch_size
 
 # numpy types of kernel scalar arguments, by the C type the kernel declares. Kernels are cached on their
@@ -16,7 +16,6 @@ _SCALAR_NP = {"uchar": np.uint8, "char": np.int8, "short": np.int16, "int": np.i
               "float": np.float32, "double": np.float64, "bool": np.uint8}
 
 
-_MAX_LAUNCHERS = 4096  # distinct layouts seen; the cache starts over beyond this (shapes that keep changing)
 
 
 def _out_cast(out_dt: D.dtype, compute: D.dtype, entry) -> str:
@@ -29,6 +28,19 @@ def _out_cast(out_dt: D.dtype, compute: D.dtype, entry) -> str:
     if compute.kind == "f" and not entry.predicate and out_dt.kind in "iu" and out_dt is not D.int64:
         return "float_to_small_int"
     return "plain"
+
+
+def _grid_size(shape) -> tuple:
+    """(global, local) sizes of an ndim-D launch over ``shape`` (innermost dim first): work-groups along the
+    innermost dim only, of a power of two up to 64 (a guarded tail), so that PoCL, which generates code per
+    local size, meets at most 7 of them however the shapes vary (left to choose, it picked one per shape)."""
+    local = min(64, pow2(shape[-1]))
+    return (-(-shape[-1] // local) * local, *reversed(shape[:-1])), (local,) + (1,) * (len(shape) - 1)
+
+
+def _zero_division():
+    """Integer division by zero, as PyTorch's CPU raises it (``RuntimeError: ZeroDivisionError``)."""
+    raise pending.IntegerDivisionByZero("ZeroDivisionError")
 
 
 def _to_scalar(x, scalar_np: np.dtype):
@@ -67,8 +79,6 @@ class CLElementwise:
         key = (op, compute, out.dtype, out._shape, out._strides, big, out.device.index, *layout)
         launch = self._launchers.get(key)
         if launch is None:
-            if len(self._launchers) >= _MAX_LAUNCHERS:
-                self._launchers.clear()
             launch = self._launchers[key] = self._build_launcher(op, out, inputs, compute, big)
         return launch
 
@@ -124,11 +134,15 @@ class CLElementwise:
         # the grid kernel's innermost stride as a constant where it is 0 or 1: with a runtime stride PoCL gathers
         # every vector lane, with a constant one it loads a contiguous run (a broadcast row) or one value
         inner = tuple(st[-1] if grid and st[-1] in (0, 1) else None for st in strides)
+        gsize, lsize = _grid_size(shape) if grid else launch_size(dev, n)
         if strided:
             arg_dtypes += [idx_np] * ndim
             values += shape
         arg_dtypes.append(idx_np)
         values.append(n)
+        checked = fused is None and entry.int_div_check and compute.kind in "iu"
+        if checked:  # the error buffer and slot of a zero-divisor check (pending.py), filled per call
+            arg_dtypes += [None, np.int32]
 
         integral = compute.kind != "f"
         # a registry op names itself and its bundle (the kernel list is computed at render: programs.render_params)
@@ -137,7 +151,7 @@ class CLElementwise:
         params = dict(
             compute=compute_ctype, integral=integral, **kernels, prelude=() if fused is None else fused[1],
             half_compute=compute is D.float16, args=tuple(arg_desc),
-            out_ctype=out.dtype.ctype, out_contig=out_contig, grid=grid, inner=inner, guard=launch_size(dev, n)[0][0] != n, out_cast=_out_cast(out.dtype, compute, entry), ndim=ndim,
+            out_ctype=out.dtype.ctype, out_contig=out_contig, grid=grid, inner=inner, guard=gsize[0] != (shape[-1] if grid else n), out_cast=_out_cast(out.dtype, compute, entry), ndim=ndim,
             idx_t="long" if big else "int", fp64=D.float64 in (compute, out.dtype) or any(x.dtype is D.float64 for x in tensors),
         )
         name = f"{op}_{compute_ctype}"
@@ -148,7 +162,6 @@ class CLElementwise:
                 raise
             params["bundle"] = False
             kernel = programs.get_kernel(dev, "elementwise", name, tuple(arg_dtypes), params)
-        gsize, lsize = (tuple(reversed(shape)), None) if grid else launch_size(dev, n)
         queue = dev.queue
 
         def launch(out, inputs):
@@ -162,6 +175,11 @@ class CLElementwise:
                     vals[slot], vals[slot + 1] = x._storage.data, x._offset
                 else:
                     vals[slot] = _to_scalar(x, scalar_np)
-            kernel(queue, gsize, lsize, *vals)
+            if checked:
+                err, slot = pending.error_slot(dev)
+                kernel(queue, gsize, lsize, *vals, err, np.int32(slot))
+                pending.defer_slot(dev, slot, _zero_division, op)
+            else:
+                kernel(queue, gsize, lsize, *vals)
 
         return launch

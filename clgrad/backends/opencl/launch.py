@@ -9,6 +9,7 @@ from . import programs, runtime
 
 WG = 256  # work-items of a group where a launcher chooses: a power of two, for the trees
 SMALL_LAUNCH = 1 << 16
+BIG_LOCAL = 1024  # work-group size of CPU launches from SMALL_LAUNCH work-items (launch_size)
 
 
 def coalesce(shape, strides_list):
@@ -42,13 +43,14 @@ def is_contig(shape, strides) -> bool:
 
 
 def launch_size(dev, n: int, local: int = WG):
-    """One work-item per element. CPU devices pick their own local size (PoCL is fastest that way);
-    GPUs get a fixed work-group and a rounded-up global size (kernels guard the tail)."""
+    """One work-item per element, in work-groups of a fixed size and a rounded-up global size (kernels guard the
+    tail). CPU devices get one of two sizes (64, or BIG_LOCAL from SMALL_LAUNCH elements): PoCL generates code
+    for each distinct local size (about 0.2-0.6 s each), and left to choose it picks a different one for nearly
+    every global size, so every new batch size compiled again."""
     if dev.rank >= 2:
         if n >= SMALL_LAUNCH:
-            return (n,), None
-        # small launches: one fixed work-group size and a guarded tail. PoCL generates a work-group function per
-        # local size, and left to choose it picks a different one for nearly every size
+            big = min(BIG_LOCAL, dev.props.max_work_group_size)
+            return (-(-n // big) * big,), (big,)
         return (-(-n // 64) * 64,), (64,)
     local = min(local, dev.props.max_work_group_size)
     return (-(-n // local) * local,), (local,)
@@ -91,9 +93,10 @@ class Launcher:
         self._caches: list[dict] = []
         programs.add_cache_listener(self.clear)
 
-    def cache(self) -> dict:
-        """A new cache (a dict) that ``clear`` empties."""
-        found: dict = {}
+    def cache(self, cap: int | None = None) -> dict:
+        """A new cache (a dict of at most ``cap`` entries, least recently used dropped first: default
+        ``programs.MAX_LAUNCHERS``) that ``clear`` empties."""
+        found = programs.LRU(cap or programs.MAX_LAUNCHERS)
         self._caches.append(found)
         return found
 

@@ -3,9 +3,9 @@ backward, nll_loss's per-sample pieces, embedding gather / accumulate, and norma
 
 Launchers read operands in place through strides (any layout) and only enqueue kernels. The ones with a
 device-side bounds check (``nll``, ``xent``, ``embedding``) set a flag on the device and, with their ``on_error``
-callback, copy it to the host without waiting, as CUDA's device-side asserts report late: ``check_pending()``
-looks at the copies at the next host read or ``synchronize()`` and calls the first failed op's callback (which
-raises torch's IndexError). Waiting for the flag at once cost a full wait per loss (the host could not queue the
+callback, copy it to the launching thread's error buffer and to the host without waiting, as CUDA's device-side
+asserts report late: ``check_pending()`` (pending.py) looks at the copies at that thread's next host read or
+``synchronize()`` and raises the first failed op's error (torch's IndexError), naming any others. Waiting for the flag at once cost a full wait per loss (the host could not queue the
 backward pass while the forward ran): the MNIST step took 7.9 ms with it, 5.5 without.
 """
 from __future__ import annotations
@@ -19,7 +19,7 @@ from ... import dtypes as D
 from ..common import INT32_MAX, pow2, view
 from . import looplimit, programs
 from .launch import WG, Args, Launcher, coalesce, index_type, launch_size  # WG: most work-items of a per-row work-group
-from .pending import MAX_PENDING, check_pending, defer  # noqa: F401 (check_pending, MAX_PENDING: re-exported)
+from .pending import MAX_PENDING, check_pending, defer_slot, error_slot  # noqa: F401 (check_pending, MAX_PENDING: re-exported)
 
 SERIAL_K = 32  # rows this short get one work-item each
 # operands of the loss modes that have K elements per row (the others are per-row values expanded along it)
@@ -81,6 +81,15 @@ class CLNN:
         return flag
 
     @staticmethod
+    def _note(dev, flag, on_error, what: str) -> None:
+        """Copy the check's ``flag`` into a slot of the thread's error buffer (pending.py; one work-item) and have
+        the host read it later, without waiting."""
+        buf, slot = error_slot(dev)
+        kernel = programs.get_kernel(dev, "errors", "note_error", (None, None, np.int32), {})
+        kernel(dev.queue, (1,), (1,), flag.data, buf, np.int32(slot))
+        defer_slot(dev, slot, on_error, what, keep=flag)
+
+    @staticmethod
     def _run(dev, template, name, args: Args, params, n: int, local: int = 1) -> None:
         """Launch one work-item per ``n`` (local == 1) or one work-group of ``local`` per ``n``."""
         kernel = programs.get_kernel(dev, template, name, tuple(args.types), params)
@@ -109,7 +118,7 @@ class CLNN:
         flag = self._new_flag(dev, loss.device)
         self._rows("xent", [("x", x), rows[0]], [("out", _along(loss, x.shape, 1))] + rows[1:], 1, acc_of(x.dtype),
                    ignore_index=ignore_index, weight=weight, flag=flag)
-        defer(dev, flag, on_error)
+        self._note(dev, flag, on_error, "cross_entropy")
         return True
 
     def xent_backward(self, out, x, target, wt, lse, grad, total, ignore_index: int) -> None:
@@ -204,7 +213,7 @@ class CLNN:
         args.idx(S)
         args.buf(flag.data)
         self._run(dev, "nll", f"nll_{x.dtype.ctype}", args, params, S)
-        defer(dev, flag, on_error)
+        self._note(dev, flag, on_error, "nll_loss")
         return True
 
     def embedding(self, out, weight, idx, on_error) -> bool:
@@ -230,7 +239,7 @@ class CLNN:
         args.scalar(np.int64, weight.shape[0])
         args.buf(flag.data)
         self._run(dev, "embedding", f"embedding_{weight.dtype.ctype}", args, params, N * Dm)
-        defer(dev, flag, on_error)
+        self._note(dev, flag, on_error, "embedding")
         return True
 
     def embedding_backward(self, acc, grad, idx, padding_idx: int) -> None:

@@ -3,13 +3,17 @@
 An optional primitive: optimizers call it through ``fused_step`` when the backend has it and every tensor
 qualifies (contiguous, the parameter's float dtype, on one device), and otherwise compose the same update
 from elementwise ops. Both forms round after the same operations, in the same order.
+
+The kernels take the calling thread's error buffer (pending.py) and skip the update while a deferred device-side
+check of that thread has failed and not been reported yet: a step after a bad batch changes no parameter or state
+buffer, with no host sync (the host-side step count still advances).
 """
 from __future__ import annotations
 
 import numpy as np
 
 from ..common import INT32_MAX
-from . import programs
+from . import pending, programs
 from .launch import Launcher, launch_size
 
 # the template's switches: every render gets all of them (Mako runs with strict_undefined)
@@ -52,7 +56,7 @@ class CLOptim:
         big = max(t._offset + n for t in tensors) > INT32_MAX
         idx_np = np.int64 if big else np.int32
         scalar_np = _NP[ctype]
-        arg_dtypes = (None, idx_np) * len(tensors) + (scalar_np,) * len(scalars) + (idx_np,)
+        arg_dtypes = (None, idx_np) * len(tensors) + (scalar_np,) * len(scalars) + (idx_np, None)
         params = dict(_FLAGS, kind=kind, ctype=ctype, fp64=ctype == "double", idx_t="long" if big else "int", **flags)
         name = f"{kind}_step_{ctype}"
         kernel = programs.get_kernel(dev, "optim", name, arg_dtypes, params)
@@ -60,7 +64,7 @@ class CLOptim:
         for t in tensors:
             args += [t._storage.data, t._offset]
         gsize, lsize = launch_size(dev, n)
-        kernel(dev.queue, gsize, lsize, *args, *scalars, n)
+        kernel(dev.queue, gsize, lsize, *args, *scalars, n, pending.error_buffer(dev))
         for t in tensors:
             if t is not tensors[1]:
                 t._storage.version += 1

@@ -41,10 +41,45 @@ _lookup = TemplateLookup(directories=[str(KERNEL_DIR)], strict_undefined=True, i
 # carries the log.
 BUILD_LOG = os.environ.get("CLGRAD_BUILD_LOG", "0") not in ("", "0")
 BUILD_OPTIONS = "" if BUILD_LOG else "-w"
-stats = {"builds": 0, "disk_hits": 0}
+stats = {"builds": 0, "disk_hits": 0, "evicted": 0}
+# The in-memory caches are bounded (least recently used entries go first), so a process that keeps meeting new
+# shapes or dtypes does not grow without end: kernels per device, programs, and each launcher cache (launch.py).
+MAX_KERNELS = 4096
+MAX_PROGRAMS = 2048
+MAX_LAUNCHERS = 4096
+
+
+class LRU(dict):
+    """A dict of at most ``cap`` entries: storing past the cap drops the least recently used (``get`` or stored)
+    entry. Thread-safe for ``get`` and item assignment (a lock of well under a microsecond)."""
+
+    __slots__ = ("cap", "lock")
+
+    def __init__(self, cap: int):
+        super().__init__()
+        self.cap, self.lock = cap, threading.Lock()
+
+    def get(self, key, default=None):
+        with self.lock:
+            value = dict.pop(self, key, _MISSING)
+            if value is _MISSING:
+                return default
+            dict.__setitem__(self, key, value)  # now the most recently used
+            return value
+
+    def __setitem__(self, key, value) -> None:
+        with self.lock:
+            dict.pop(self, key, None)
+            dict.__setitem__(self, key, value)
+            while len(self) > self.cap:
+                dict.__delitem__(self, next(iter(self)))
+                stats["evicted"] += 1
+
+
+_MISSING = object()
 # programs by (device index, source digest): a template that renders several kernels into one program (a
 # bundle) is built once, and each of its kernels is then looked up by name
-_programs: dict = {}
+_programs: LRU = LRU(MAX_PROGRAMS)
 _recorder = None  # the active profiler's record(name, dev, event, host_start_ns, host_end_ns), or None
 tracing = None  # while clgrad.compile traces a call: its trace (counts every launch and transfer)
 # built groups by (device index, group name): member key -> (program, kernel name in it); members missing from it
@@ -68,8 +103,12 @@ def render_params(template: str, params: dict) -> dict:
         params = dict(params)
         op, dt, bundle = params.pop("op"), D.as_dtype(params.pop("op_dtype")), params.pop("bundle")
         integral = dt.kind != "f"
-        params["kernels"] = tuple((f"{o}_{dt.compute_ctype}", OPS[o].c_expr(integral, dt is D.bool))
-                                  for o in (bundle_of(op, dt) if bundle else (op,)))
+        ops = bundle_of(op, dt) if bundle else (op,)
+        params["kernels"] = tuple((f"{o}_{dt.compute_ctype}", OPS[o].c_expr(integral, dt is D.bool)) for o in ops)
+        # integer division kernels that flag a zero divisor in the error buffer (pending.py): two more arguments
+        params["checked"] = tuple(f"{o}_{dt.compute_ctype}" for o in ops if OPS[o].int_div_check and dt.kind in "iu")
+    elif template == "elementwise":  # a fused kernel (clgrad.compile): no checks
+        params = dict(params, checked=())
     elif template == "reduce":
         params = dict(params)
         params.update(REDUCTIONS[params.pop("op")].c_exprs(params["acc"], params["vec"]))
@@ -108,6 +147,8 @@ def get_kernel(dev: runtime.CLDevice, template: str, name: str, arg_dtypes: tupl
     # the argument types are part of the key: a cached kernel carries the scalar types set on it
     items = tuple(sorted(params.items()))
     key = (template, name, items, tuple(arg_dtypes))
+    if type(dev.kernels) is not LRU:  # the device starts with a plain dict (runtime.py)
+        dev.kernels = LRU(MAX_KERNELS)
     kernel = dev.kernels.get(key)
     if kernel is None:
         import pyopencl as cl
@@ -175,6 +216,12 @@ def set_recorder(record) -> None:
     global _recorder
     _recorder = record
     invalidate()
+
+
+def cache_stats() -> dict:
+    """Builds so far, entries evicted from the bounded caches, and their sizes now: kernels per device index and
+    programs (all devices)."""
+    return dict(stats, programs=len(_programs), kernels={d.index: len(d.kernels) for d in runtime.devices()})
 
 
 def clear() -> None:
