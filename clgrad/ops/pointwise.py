@@ -10,7 +10,7 @@ from .. import dtypes as D
 from ..autograd import graph
 from ..autograd.grad_mode import is_grad_enabled
 from ..backends.common import cast, view_of
-from ..registry.elementwise import OPS
+from ..registry.elementwise import OPS, pow_scalar_kernel
 from ..tensor import Tensor, is_tensor
 from . import creation
 from . import elementwise as E
@@ -237,10 +237,21 @@ def _apply(op, operands, out, compute):
                 if x.shape != shape:
                     x = x.expand(shape)
         inputs.append(x)
+    if op == "pow" and compute.kind == "f" and is_tensor(operands[0]) and _is_number(operands[1]):
+        op, inputs = _pow_scalar(operands[1], inputs, compute)
     backends.get(dev).elementwise(op, out, inputs, compute)
     if out_given:
         out._storage.version += 1
     return out
+
+
+def _pow_scalar(exponent, inputs, compute):
+    """pow's kernel for a number exponent: PyTorch's special cases (x * x for 2, sqrt for 0.5...)."""
+    picked = pow_scalar_kernel(exponent, compute.name)
+    if picked is None:
+        return "pow", inputs
+    op, extra = picked
+    return op, [1] if extra is None else [inputs[0], *extra]
 
 
 def _apply_tracked(op, operands, out, compute):
