@@ -227,7 +227,7 @@ def _pow_node(base, exponent):
 
 # ---- pow with a Python-number exponent ----------------------------------------------------------------------
 # PyTorch's CPU pow (pow_Tensor_Scalar_out, pow_tensor_scalar_kernel) switches on the exponent's value: 0 fills
-# ones, 1 copies, 0.5 is sqrt, -0.5 is 1 / sqrt, -1 reciprocal (float32/float64 only), 2 is x * x, 3 x * x * x and
+# ones, 1 copies, 0.5 is sqrt, -0.5 rsqrt, -1 reciprocal (float32/float64 only), 2 is x * x, 3 x * x * x and
 # -2 is 1 / (x * x); so do the kernels picked here (OpenCL's pow() runs 1000x slower than a multiply on PoCL).
 # Other integers up to 15 in magnitude multiply the binary powers x, x^2, x^4, x^8 the exponent's bits select
 # (within a few ulp of PyTorch's std::pow). The autograd node stays pow's: only the forward kernel changes.
@@ -246,7 +246,7 @@ def _np_pow_bits(a, b):
 
 
 _POW_FIXED = {2.0: "square", 3.0: "pow_cube", -2.0: "pow_inv_square"}
-_POW_FLOAT = {0.5: "sqrt", -0.5: "pow_rsqrt", -1.0: "reciprocal"}  # PyTorch: float32, float64 (and complex) only
+_POW_FLOAT = {0.5: "sqrt", -0.5: "rsqrt", -1.0: "reciprocal"}  # PyTorch: float32, float64 (and complex) only
 
 
 def pow_scalar_kernel(exponent, compute: str):
@@ -327,8 +327,6 @@ OPS: dict[str, EwOp] = {
     "pow_cube": EwOp(1, "a * a * a", lambda a: a * a * a, allow="f", grad=NONDIFF, public="internal", bundle=False),
     "pow_inv_square": EwOp(1, "K(1.0) / (a * a)", lambda a: 1 / (a * a), allow="f", grad=NONDIFF,
                            public="internal", bundle=False),
-    "pow_rsqrt": EwOp(1, "K(1.0) / sqrt(a)", lambda a: 1 / np.sqrt(a), allow="f", grad=NONDIFF, public="internal",
-                      bundle=False),
     "pow_bits": EwOp(2, _POW_BITS, _np_pow_bits, allow="f", grad=NONDIFF, public="internal", bundle=False,
                      sample=Sample(domain=((-2.0, 2.0), (0.0, 15.9)))),
     "pow_inv_bits": EwOp(2, f"K(1.0) / ({_POW_BITS})", lambda a, b: 1 / _np_pow_bits(a, b), allow="f", grad=NONDIFF,
