@@ -253,9 +253,10 @@ def pow_scalar_kernel(exponent, compute: str):
     """The kernel computing ``base ** exponent`` for a Python-number ``exponent`` in a float ``compute`` dtype
     (its name), as ``(op, extra)``: the op's operands are the base followed by ``extra``, or the number 1 alone
     when ``extra`` is None (exponent 0 fills ones). None: the general pow kernel."""
-    if isinstance(exponent, (bool, np.bool_)):
-        exponent = int(exponent)
-    e = float(exponent)
+    try:
+        e = float(exponent)
+    except OverflowError:  # an int beyond float's range
+        return None
     if e == 0:
         return "identity", None
     if e == 1:
