@@ -21,7 +21,7 @@ import subprocess
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from common import ROOT, Bench, Target, at_most_times, fmt_time, rand, rng  # noqa: E402
+from common import ROOT, THREADS, Bench, Target, at_most_times, fmt_time, load, rand, rng  # noqa: E402
 
 import clgrad  # noqa: E402
 
@@ -194,15 +194,14 @@ def run_child(keys, framework: str, b: Bench, size: str) -> dict:
 
 
 def measure_apart(b: Bench, keys, size: str, rounds: int) -> dict:
-    """{key: {framework: [samples]}}: each framework in its own processes, ``rounds`` rounds alternating which goes
-    first; one child per case and framework (smoke: one per framework for all cases, to be quick)."""
+    """{key: {framework: [samples]}}: each framework in its own processes (one per round running ``keys``),
+    ``rounds`` rounds alternating which goes first."""
     frameworks = ["clgrad"] + (["torch"] if b.torch is not None else [])
     samples = {k: {fw: [] for fw in frameworks} for k in keys}
-    for group in ([list(keys)] if b.smoke else [[k] for k in keys]):
-        for r in range(rounds):
-            for fw in (frameworks if r % 2 == 0 else frameworks[::-1]):
-                for key, got in run_child(group, fw, b, size).items():
-                    samples[key][fw] += got
+    for r in range(rounds):
+        for fw in (frameworks if r % 2 == 0 else frameworks[::-1]):
+            for key, got in run_child(keys, fw, b, size).items():
+                samples[key][fw] += got
     return samples
 
 
@@ -239,7 +238,20 @@ def main(argv=None) -> Bench:
     table = case_table(size)
     keys = [k for k, (name, _, _) in table.items() if b.wants(name)]
     rounds = b.args.rounds or b.pick(1, 2, 3)
-    samples = measure_apart(b, keys, size, rounds)
+    if load() > THREADS:
+        print(f"warning: load average {load():.1f} above the {THREADS} cores: with its default (spinning) OpenMP "
+              "waits torch suffers most from other processes; measure on a quiet machine", file=sys.stderr, flush=True)
+    # smoke: one child per framework for all cases; otherwise one per case, framework and round, row by row
+    groups = [keys] if b.smoke else [[k] for k in keys]
+    for group in groups:
+        add_rows(b, table, group, measure_apart(b, group, size, rounds), rounds)
+    steps = b.args.memory_steps
+    memory_case(b, b.pick(2, 100, 1000) if steps is None else steps)
+    b.finish()
+    return b
+
+
+def add_rows(b: Bench, table: dict, keys, samples: dict, rounds: int) -> None:
     for key in keys:
         name, _, factor = table[key]
         got = samples[key]
@@ -247,10 +259,6 @@ def main(argv=None) -> Bench:
         spread = "; ".join(f"{fw} {fmt_time(min(v)).strip()}-{fmt_time(max(v)).strip()}" for fw, v in got.items() if v)
         b.add(name, times, target=at_most_times(factor, "torch"), samples=got,
               note=f"{rounds} rounds of own processes, {len(got['clgrad'])} samples each ({spread})")
-    steps = b.args.memory_steps
-    memory_case(b, b.pick(2, 100, 1000) if steps is None else steps)
-    b.finish()
-    return b
 
 
 if __name__ == "__main__":
