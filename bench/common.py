@@ -34,6 +34,13 @@ import clgrad  # noqa: E402
 from clgrad.backends.opencl import runtime  # noqa: E402
 
 IMPLS = ("clgrad", "numpy", "torch", "ref")
+_SET_HERE: set = set()  # environment variables a Bench set for torch in its own process (not the user's)
+
+
+def child_env() -> dict:
+    """The environment for a child process measuring one framework with its defaults: the user's, without what
+    an earlier in-process Bench set (``run_all.py --in-process`` runs several scripts in one process)."""
+    return {k: v for k, v in os.environ.items() if k not in _SET_HERE}
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
@@ -228,7 +235,9 @@ class Bench:
             # 1M params: 108 ms spinning, 7.6 ms passive, under load 6 on 2 cores); passive waiting slows torch on
             # an idle machine though (MNIST step 6.1 -> 9.0 ms), so the training steps measure each framework in
             # its own process with its defaults (bench/_child.py). Set before torch loads OpenMP.
-            os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+            if "OMP_WAIT_POLICY" not in os.environ:
+                os.environ["OMP_WAIT_POLICY"] = "PASSIVE"
+                _SET_HERE.add("OMP_WAIT_POLICY")
         self.torch = _torch() if (args.torch if args.torch is not None else not args.smoke) else None
         self.cases: list[Case] = []
         self.load_before = load()

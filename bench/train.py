@@ -21,7 +21,18 @@ import subprocess
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from common import ROOT, THREADS, Bench, Target, at_most_times, fmt_time, load, rand, rng  # noqa: E402
+from common import (  # noqa: E402
+    ROOT,
+    THREADS,
+    Bench,
+    Target,
+    at_most_times,
+    child_env,
+    fmt_time,
+    load,
+    rand,
+    rng,
+)
 
 import clgrad  # noqa: E402
 
@@ -181,7 +192,7 @@ def run_child(keys, framework: str, b: Bench, size: str) -> dict:
     cmd = [sys.executable, os.path.join(os.path.dirname(os.path.abspath(__file__)), "_child.py"), *keys,
            "--framework", framework, "--device", b.device if framework == "clgrad" else "cpu", "--size", size,
            "--samples", str(b.repeats), "--min-time", str(b.min_time)]
-    proc = subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT)
+    proc = subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT, env=child_env())
     sys.stderr.write(proc.stderr)
     if proc.returncode != 0:
         raise RuntimeError(f"{' '.join(cmd)} failed ({proc.returncode}):\n{proc.stdout[-2000:]}\n{proc.stderr[-2000:]}")
