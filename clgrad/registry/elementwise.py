@@ -322,7 +322,7 @@ OPS: dict[str, EwOp] = {
                       sample=Sample(domain=((0.1, 0.9), (1.0, 2.0)))),
     "fmod": EwOp(2, "fmod(a, b)", R.np_fmod, c_int="int_fmod(a, b)", allow=_NUM,
                  grad=lambda g, a, b, out: (g, -g * (a / b).trunc()), sample=Sample(domain=((0.1, 0.9), (1.0, 2.0)))),
-    "pow": EwOp(2, "pow(a, b)", R.np_pow, c_int="int_pow(a, b)", allow=_NUM, grad=_pow, saves="both", node=_pow_node,
+    "pow": EwOp(2, "pow_f(a, b)", R.np_pow, c_int="int_pow(a, b)", allow=_NUM, grad=_pow, saves="both", node=_pow_node,
                 sample=Sample(domain=((0.5, 2.0), (-2.0, 2.0)))),
     # pow's constant-exponent kernels (pow_scalar_kernel picks them; gradients are pow's)
     "pow_cube": EwOp(1, "a * a * a", lambda a: a * a * a, allow="f", grad=NONDIFF, public="internal", bundle=False),
