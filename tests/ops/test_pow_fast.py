@@ -133,3 +133,18 @@ def test_repeated_calls_pick_the_kernel_by_value(device):
         np.testing.assert_array_equal(to_numpy(i ** 2), [1, 4, 9])
         with pytest.raises(RuntimeError, match="Integers to negative integer powers"):
             i ** -2
+
+
+def test_general_pow_edge_grid_matches_torch(device):
+    """The general kernel (tensor exponents, other numbers) on every pair of edge values: C99's special values as
+    PyTorch gives them, and within an ulp or so elsewhere (float32 goes through double where the device has it)."""
+    torch = pytest.importorskip("torch")
+    edges = _edges("float32")
+    ys = np.array([0.0, -0.0, 1.0, -1.0, 2.0, 3.0, -3.0, 0.5, 2.5, -2.5, 127.5, 31.0, 16777218.0, 1e10, -1e10,
+                   np.inf, -np.inf, np.nan, 0.3333], np.float32)
+    x, y = (a.ravel() for a in np.meshgrid(edges, ys))
+    with np.errstate(all="ignore"):
+        want = (torch.from_numpy(x) ** torch.from_numpy(y)).numpy()
+    got = to_numpy(clgrad.tensor(x, device=device) ** clgrad.tensor(y, device=device))
+    _same_specials(got, want)
+    np.testing.assert_allclose(got, want, rtol=1e-6 if fp64_ok(device) else 1e-5, atol=0, equal_nan=True)
