@@ -25,10 +25,8 @@ THREADS = os.cpu_count() or 1
 # torch gets OPENBLAS_NUM_THREADS too: ``OPENBLAS_NUM_THREADS=1 python bench/x.py`` compares single-threaded baselines
 for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
     os.environ.setdefault(_var, str(THREADS))
-# On a shared machine OpenMP threads that spin while waiting make torch 10-15x slower when other processes hold
-# the cores (Adam on 1M params: 108 ms spinning, 7.6 ms passive, measured here under load 6 on 2 cores); passive
-# waiting costs little on an idle machine. OMP_WAIT_POLICY=ACTIVE restores torch's default.
-os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+# OMP_WAIT_POLICY: see Bench(own_processes=): scripts that run torch next to clgrad in one process make its OpenMP
+# threads wait passively; bench/train.py runs each framework in a child process with its default settings instead.
 
 import numpy as np  # noqa: E402
 
@@ -36,6 +34,13 @@ import clgrad  # noqa: E402
 from clgrad.backends.opencl import runtime  # noqa: E402
 
 IMPLS = ("clgrad", "numpy", "torch", "ref")
+_SET_HERE: set = set()  # environment variables a Bench set for torch in its own process (not the user's)
+
+
+def child_env() -> dict:
+    """The environment for a child process measuring one framework with its defaults: the user's, without what
+    an earlier in-process Bench set (``run_all.py --in-process`` runs several scripts in one process)."""
+    return {k: v for k, v in os.environ.items() if k not in _SET_HERE}
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
@@ -87,6 +92,7 @@ class Case:
     note: str = ""
     work_of: dict = field(default_factory=dict)
     ref_name: str = ""  # what the "ref" implementation is
+    samples: dict = field(default_factory=dict)  # every sample per implementation, where they were kept
 
     def rate(self, impl: str) -> float | None:
         t, w = self.times.get(impl), self.work_of.get(impl, self.work)
@@ -165,7 +171,21 @@ def default_device() -> str:
     return f"opencl:{runtime.default_index()}" if clgrad.opencl.is_available() else "cpu"
 
 
+def resolve_device(device: str | None) -> str:
+    """``opencl:N`` or ``cpu``: a bare ``opencl`` (as ``clgrad.device("opencl")`` means) is the default OpenCL
+    device, ``opencl:N`` must exist."""
+    if device is None:
+        return default_device()
+    dev = clgrad.device(device)
+    if dev.type != "opencl":
+        return dev.type
+    index = runtime.default_index() if dev.index is None else dev.index
+    runtime.get(index)  # an unknown index fails here, with the devices there are
+    return f"opencl:{index}"
+
+
 def describe_device(device: str) -> str:
+    device = resolve_device(device)
     if device.startswith("opencl"):
         return runtime.get(int(device.split(":")[1])).describe()
     return "cpu (clgrad's numpy backend)"
@@ -190,7 +210,7 @@ def cpu_name() -> str:
 class Bench:
     """One script's run: its flags, the implementations available, the cases measured, the table and JSON."""
 
-    def __init__(self, doc: str, script: str, argv=None, add_args=None):
+    def __init__(self, doc: str, script: str, argv=None, add_args=None, own_processes: bool = False):
         ap = argparse.ArgumentParser(description=doc.strip().splitlines()[0])
         ap.add_argument("--device", default=None, help="clgrad device (default: the most capable OpenCL one)")
         ap.add_argument("--quick", action="store_true", help="smaller sizes and fewer repeats")
@@ -205,10 +225,19 @@ class Bench:
             add_args(ap)
         self.argv = list(sys.argv[1:] if argv is None else argv)
         self.args = args = ap.parse_args(self.argv)
-        self.device = args.device or default_device()
+        self.device = resolve_device(args.device)
         self.smoke, self.quick = args.smoke, args.quick or args.smoke
         self.repeats = args.repeats or (1 if args.smoke else 3 if args.quick else 5)
         self.min_time = 0.0 if args.smoke else 0.03 if args.quick else 0.1
+        self.own_processes = own_processes
+        if not own_processes:
+            # torch in clgrad's process: OpenMP threads spinning while they wait take the cores from PoCL's (Adam on
+            # 1M params: 108 ms spinning, 7.6 ms passive, under load 6 on 2 cores); passive waiting slows torch on
+            # an idle machine though (MNIST step 6.1 -> 9.0 ms), so the training steps measure each framework in
+            # its own process with its defaults (bench/_child.py). Set before torch loads OpenMP.
+            if "OMP_WAIT_POLICY" not in os.environ:
+                os.environ["OMP_WAIT_POLICY"] = "PASSIVE"
+                _SET_HERE.add("OMP_WAIT_POLICY")
         self.torch = _torch() if (args.torch if args.torch is not None else not args.smoke) else None
         self.cases: list[Case] = []
         self.load_before = load()
@@ -260,10 +289,11 @@ class Bench:
 
     def header(self) -> str:
         t = self.torch
+        omp = ("each framework in its own processes with its default settings" if self.own_processes
+               else f"OMP_WAIT_POLICY={os.environ.get('OMP_WAIT_POLICY')}")
         lines = [f"device: {describe_device(self.device)}",
                  f"host: {cpu_name()}, {THREADS} threads; numpy {np.__version__} "
-                 f"(OPENBLAS_NUM_THREADS={os.environ.get('OPENBLAS_NUM_THREADS')}, "
-                 f"OMP_WAIT_POLICY={os.environ.get('OMP_WAIT_POLICY')}); "
+                 f"(OPENBLAS_NUM_THREADS={os.environ.get('OPENBLAS_NUM_THREADS')}, {omp}); "
                  f"torch: {f'{t.__version__} ({t.get_num_threads()} threads)' if t else 'not compared'}; "
                  f"load average {load():.1f}",
                  "speed = other's time / clgrad's (work-normalized); >1.00x: clgrad faster",
@@ -297,6 +327,7 @@ class Bench:
             "script": self.script, "command": "python " + " ".join([self.script, *map(shlex.quote, self._argv_public())]),
             "device": self.device, "device_name": describe_device(self.device), "host": cpu_name(),
             "threads": int(os.environ["OPENBLAS_NUM_THREADS"]), "omp_wait_policy": os.environ.get("OMP_WAIT_POLICY"),
+            "own_processes": self.own_processes,
             "numpy": np.__version__, "torch": t.__version__ if t else None,
             "date": datetime.datetime.now().isoformat(timespec="seconds"),
             "load_before": self.load_before, "load_after": load(),

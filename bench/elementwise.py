@@ -7,6 +7,9 @@ with the reference: a raw pyopencl kernel with one work-item per element on the 
 geometry the issue found fastest on PoCL. ``a*b+c`` runs as two kernels in clgrad, numpy and torch alike;
 ``addcmul`` is the same math in one kernel, and so is ``clgrad.compile``'s fused ``a*b+c`` (its rows leave torch
 out: torch.compile needs a C++ toolchain on CPU).
+
+The ``x ** c`` rows (512x500 fp32, the issue's shape) time pow with a constant exponent against the op it equals,
+run by clgrad as the "ref": ``x * x``, ``sqrt``, ``reciprocal``..., and the general pow against ``exp``.
 """
 from __future__ import annotations
 
@@ -14,7 +17,7 @@ import os
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from common import Bench, RawCL, at_least, count, rand  # noqa: E402
+from common import Bench, RawCL, at_least, at_most_times, count, rand  # noqa: E402
 
 import clgrad  # noqa: E402
 
@@ -69,8 +72,28 @@ def main(argv=None) -> Bench:
         if b.wants(name):
             times = b.measure(clgrad=cfn, numpy=nfn, torch=tfn or None, ref=ref, ref_sync=ref_sync)
             b.add(name, times, work=work, unit="GB/s", target=tgt, ref_name="raw one-work-item kernel, contiguous")
+    pow_cases(b)
     b.finish()
     return b
+
+
+def pow_cases(b: Bench) -> None:
+    """``x ** c`` against the equivalent clgrad op (the "ref" column): the issue's <=1.5x for the special
+    exponents and <=3x of exp's time for the general pow."""
+    shape = b.pick((64, 50), (512, 500), (512, 500))
+    x = abs(rand(shape, 6)) + 0.5  # positive: the general pow's result is a number
+    cx, T = clgrad.tensor(x, device=b.device), b.torch
+    tx = T.from_numpy(x) if T else None
+    cases = [(2.0, "x * x", lambda: cx * cx, 1.5), (3.0, "x * x * x", lambda: cx * cx * cx, 1.5),
+             (4, "(x * x).square()", lambda: (cx * cx).square(), 1.5), (0.5, "sqrt", lambda: cx.sqrt(), 1.5),
+             (-0.5, "rsqrt", lambda: cx.rsqrt(), 1.5), (-1, "reciprocal", lambda: cx.reciprocal(), 1.5),
+             (2.5, "exp", lambda: cx.exp(), 3.0)]
+    for c, equiv, ref, factor in cases:
+        name = f"x ** {c} vs {equiv} ({shape[0]}x{shape[1]})"
+        if b.wants(name):
+            times = b.measure(clgrad=lambda c=c: cx ** c, numpy=lambda c=c: x ** c, torch=T and (lambda c=c: tx ** c),
+                              ref=ref, ref_sync=b.sync)
+            b.add(name, times, target=at_most_times(factor, "ref"), ref_name=f"clgrad's {equiv}")
 
 
 if __name__ == "__main__":

@@ -1,19 +1,38 @@
-"""Training steps against the same model in PyTorch-CPU: the MNIST CNN (examples/mnist.py's Net, batch 64), the
-two-layer net (500 Adam steps, N=64 D_in=1000 H=100 D_out=10), a vanilla RNN and an LSTM (input 32, hidden 128,
-sequence 50, batch 32), plus device memory over many MNIST steps (it should stay flat).
+"""Training steps against the same model in PyTorch-CPU: the MNIST CNN (examples/mnist.py's Net, batch 64), a
+ResNet basic block (two 3x3 convs of 64 channels with BatchNorm and ReLU, batch 32 at 16x16), the two-layer net (500
+Adam steps, N=64 D_in=1000 H=100 D_out=10), a vanilla RNN and an LSTM (input 32, hidden 128, sequence 50, batch 32),
+two LSTMCells of 51 stepped 100 times in Python (forward and backward), plus device memory over many MNIST steps
+(it should stay flat).
 
     python bench/train.py [--device opencl:N] [--quick] [--smoke] [--json out.json] [--memory-steps 1000]
+                          [--rounds R]
 
-A step is zero_grad, forward, loss, backward, optimizer.step, with no synchronize inside; each timing sample ends
-with one. Data is random (the same shapes as the real data): these measure speed, not learning.
+Each framework runs each case in a process of its own with its default settings (``bench/_child.py``; torch keeps
+its OpenMP defaults, and both use the same thread count: the core count, torch's default): ``R`` rounds (3, quick
+2, smoke 1) alternate which framework goes first, and the times are the medians of all their samples. A step is
+zero_grad, forward, loss, backward, optimizer.step, with no synchronize inside; each timing sample ends with one.
+Data is random (the same shapes as the real data): these measure speed, not learning.
 """
 from __future__ import annotations
 
+import json
 import os
+import subprocess
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from common import ROOT, Bench, Target, at_most_times, rand, rng  # noqa: E402
+from common import (  # noqa: E402
+    ROOT,
+    THREADS,
+    Bench,
+    Target,
+    at_most_times,
+    child_env,
+    fmt_time,
+    load,
+    rand,
+    rng,
+)
 
 import clgrad  # noqa: E402
 
@@ -99,6 +118,104 @@ def rnn_step(lib, device, cell, seq, batch):
     return step_fn(model, opt, lib.nn.functional.cross_entropy, x, y)
 
 
+def resnet_block_step(lib, device, batch, size):
+    """One ResNet basic block (conv3x3-BN-ReLU-conv3x3-BN, identity shortcut, ReLU) at 64 channels."""
+    nn = lib.nn
+
+    class Block(nn.Module):
+        def __init__(self, ch=64):
+            super().__init__()
+            self.conv1, self.bn1 = nn.Conv2d(ch, ch, 3, padding=1, bias=False), nn.BatchNorm2d(ch)
+            self.conv2, self.bn2 = nn.Conv2d(ch, ch, 3, padding=1, bias=False), nn.BatchNorm2d(ch)
+
+        def forward(self, x):
+            out = lib.relu(self.bn1(self.conv1(x)))
+            return lib.relu(self.bn2(self.conv2(out)) + x)
+
+    model = Block().to(device)
+    x = lib.tensor(rand((batch, 64, size, size), 7), device=device)
+    opt = lib.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
+    return step_fn(model, opt, lambda out, _: out.mean(), x, None)
+
+
+def lstm_cells_step(lib, device, batch, steps):
+    """PyTorch's time_sequence_prediction example: two LSTMCells of 51 stepped in Python, then a linear head."""
+    nn = lib.nn
+
+    class Sequence(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.lstm1, self.lstm2, self.linear = nn.LSTMCell(1, 51), nn.LSTMCell(51, 51), nn.Linear(51, 1)
+
+        def forward(self, x):
+            h1 = c1 = h2 = c2 = lib.zeros(x.shape[0], 51, device=x.device)
+            outputs = []
+            for t in range(x.shape[1]):
+                h1, c1 = self.lstm1(x[:, t:t + 1], (h1, c1))
+                h2, c2 = self.lstm2(h1, (h2, c2))
+                outputs.append(self.linear(h2))
+            return lib.cat(outputs, dim=1)
+
+    model = Sequence().to(device)
+    x = lib.tensor(rand((batch, steps), 8), device=device)
+    y = lib.tensor(rand((batch, steps), 9), device=device)
+    opt = lib.optim.SGD(model.parameters(), lr=0.1)
+    return step_fn(model, opt, nn.MSELoss(), x, y)
+
+
+def case_table(size: str) -> dict:
+    """The cases by key: (name, make(lib, device) -> step, at most this many times torch's time). ``size`` is
+    "smoke", "quick" or "full"."""
+    pick = {"smoke": 0, "quick": 1, "full": 2}[size]
+    batch = (4, 64, 64)[pick]
+    adam_steps = (5, 100, 500)[pick]
+    seq, rnn_batch = ((5, 4), (50, 32), (50, 32))[pick]
+    res_batch, res_size = ((2, 8), (32, 16), (32, 16))[pick]
+    cell_batch, cell_steps = ((4, 5), (97, 100), (97, 100))[pick]
+    return {
+        "mnist": (f"MNIST CNN train step, batch {batch}", lambda lib, dev: mnist_step(lib, dev, batch), 0.8),
+        "resnet_block": (f"ResNet basic block step (64 ch, {res_size}x{res_size}, batch {res_batch})",
+                         lambda lib, dev: resnet_block_step(lib, dev, res_batch, res_size), 1.0),
+        "two_layer": (f"two-layer net, {adam_steps} Adam steps",
+                      lambda lib, dev: two_layer_steps(lib, dev, adam_steps), 2.0),
+        "rnn": (f"RNN train step (32->128, seq {seq}, batch {rnn_batch})",
+                lambda lib, dev: rnn_step(lib, dev, "RNN", seq, rnn_batch), 2.0),
+        "lstm": (f"LSTM train step (32->128, seq {seq}, batch {rnn_batch})",
+                 lambda lib, dev: rnn_step(lib, dev, "LSTM", seq, rnn_batch), 2.0),
+        "lstm_cells": (f"two LSTMCells x {cell_steps} Python steps (51, batch {cell_batch})",
+                       lambda lib, dev: lstm_cells_step(lib, dev, cell_batch, cell_steps), 1.5),
+    }
+
+
+def run_child(keys, framework: str, b: Bench, size: str) -> dict:
+    """Samples of ``keys``' cases from one child process running ``framework``: {key: [seconds per step]}."""
+    cmd = [sys.executable, os.path.join(os.path.dirname(os.path.abspath(__file__)), "_child.py"), *keys,
+           "--framework", framework, "--device", b.device if framework == "clgrad" else "cpu", "--size", size,
+           "--samples", str(b.repeats), "--min-time", str(b.min_time)]
+    proc = subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT, env=child_env())
+    sys.stderr.write(proc.stderr)
+    if proc.returncode != 0:
+        raise RuntimeError(f"{' '.join(cmd)} failed ({proc.returncode}):\n{proc.stdout[-2000:]}\n{proc.stderr[-2000:]}")
+    out = {}
+    for line in proc.stdout.splitlines():
+        if line.startswith("{"):
+            rec = json.loads(line)
+            out[rec["key"]] = rec["samples"]
+    return out
+
+
+def measure_apart(b: Bench, keys, size: str, rounds: int) -> dict:
+    """{key: {framework: [samples]}}: each framework in its own processes (one per round running ``keys``),
+    ``rounds`` rounds alternating which goes first."""
+    frameworks = ["clgrad"] + (["torch"] if b.torch is not None else [])
+    samples = {k: {fw: [] for fw in frameworks} for k in keys}
+    for r in range(rounds):
+        for fw in (frameworks if r % 2 == 0 else frameworks[::-1]):
+            for key, got in run_child(keys, fw, b, size).items():
+                samples[key][fw] += got
+    return samples
+
+
 def memory_case(b: Bench, steps: int) -> None:
     name = f"MNIST device memory over {steps} steps"
     if not (b.on_cl and b.wants(name)):
@@ -117,31 +234,42 @@ def memory_case(b: Bench, steps: int) -> None:
           note=f"allocated {before[0]} -> {after[0]} B, reserved {before[1]} -> {after[1]} B")
 
 
+def median(values):
+    values = sorted(values)
+    return values[len(values) // 2] if values else None
+
+
 def main(argv=None) -> Bench:
     def extra(ap):
         ap.add_argument("--memory-steps", type=int, default=None, help="MNIST steps for the memory check")
+        ap.add_argument("--rounds", type=int, default=None, help="child processes per case and framework")
 
-    b = Bench(__doc__, __file__, argv, extra)
-    T, d = b.torch, b.device
-    batch = b.pick(4, 64, 64)
-    adam_steps = b.pick(5, 100, 500)
-    seq, rnn_batch = b.pick((5, 4), (50, 32), (50, 32))
-    cases = [
-        (f"MNIST CNN train step, batch {batch}", lambda lib, dev: mnist_step(lib, dev, batch), 1.5),
-        (f"two-layer net, {adam_steps} Adam steps", lambda lib, dev: two_layer_steps(lib, dev, adam_steps), 2.0),
-        (f"RNN train step (32->128, seq {seq}, batch {rnn_batch})",
-         lambda lib, dev: rnn_step(lib, dev, "RNN", seq, rnn_batch), 2.0),
-        (f"LSTM train step (32->128, seq {seq}, batch {rnn_batch})",
-         lambda lib, dev: rnn_step(lib, dev, "LSTM", seq, rnn_batch), 2.0),
-    ]
-    for name, make, factor in cases:
-        if b.wants(name):
-            times = b.measure(clgrad=make(clgrad, d), torch=T and make(T, "cpu"))
-            b.add(name, times, target=at_most_times(factor, "torch"))
+    b = Bench(__doc__, __file__, argv, extra, own_processes=True)
+    size = "smoke" if b.smoke else "quick" if b.quick else "full"
+    table = case_table(size)
+    keys = [k for k, (name, _, _) in table.items() if b.wants(name)]
+    rounds = b.args.rounds or b.pick(1, 2, 3)
+    if load() > THREADS:
+        print(f"warning: load average {load():.1f} above the {THREADS} cores: with its default (spinning) OpenMP "
+              "waits torch suffers most from other processes; measure on a quiet machine", file=sys.stderr, flush=True)
+    # smoke: one child per framework for all cases; otherwise one per case, framework and round, row by row
+    groups = [keys] if b.smoke else [[k] for k in keys]
+    for group in groups:
+        add_rows(b, table, group, measure_apart(b, group, size, rounds), rounds)
     steps = b.args.memory_steps
     memory_case(b, b.pick(2, 100, 1000) if steps is None else steps)
     b.finish()
     return b
+
+
+def add_rows(b: Bench, table: dict, keys, samples: dict, rounds: int) -> None:
+    for key in keys:
+        name, _, factor = table[key]
+        got = samples[key]
+        times = {fw: median(v) for fw, v in got.items() if v}
+        spread = "; ".join(f"{fw} {fmt_time(min(v)).strip()}-{fmt_time(max(v)).strip()}" for fw, v in got.items() if v)
+        b.add(name, times, target=at_most_times(factor, "torch"), samples=got,
+              note=f"{rounds} rounds of own processes, {len(got['clgrad'])} samples each ({spread})")
 
 
 if __name__ == "__main__":

@@ -40,6 +40,23 @@ def test_smoke(script, tmp_path):
     assert all(c["times"].get("clgrad", 1) > 0 for c in cases)
 
 
+def test_bare_opencl_device_and_training_children(tmp_path):
+    """``--device opencl`` (no index) means the default OpenCL device; bench/train.py's cases each come from child
+    processes, one per framework (torch with its default OpenMP settings), whose samples the JSON keeps."""
+    opencl = subprocess.run([sys.executable, "-c", "import clgrad; print(clgrad.opencl.is_available())"], cwd=ROOT,
+                            capture_output=True, text=True).stdout.strip() == "True"
+    out = tmp_path / "out.json"
+    device = ["--device", "opencl"] if opencl else []
+    run([os.path.join(BENCH, "dispatch.py"), "--smoke", "--only", "a + b (16", *device, "--json", str(out)])
+    result = json.loads(out.read_text())
+    assert result["device"].startswith("opencl:" if opencl else "cpu")
+    run([os.path.join(BENCH, "train.py"), "--smoke", "--only", "ResNet", "--memory-steps", "0", *device,
+         "--json", str(out)])
+    result = json.loads(out.read_text())
+    assert result["own_processes"] and result["cases"][0]["name"].startswith("ResNet basic block")
+    assert len(result["cases"][0]["samples"]["clgrad"]) == 1 and "own processes" in result["cases"][0]["note"]
+    assert all(t > 0 for t in result["cases"][0]["samples"]["clgrad"])
+
 def test_run_all_merges_and_writes_doc(tmp_path):
     """All scripts but startup (its own subprocesses are covered above) in one process, with torch when
     installed; a second partial run replaces only its own entries and keeps the doc's hand-written text."""

@@ -33,6 +33,53 @@ ${cl.header(fp64, idx_t)}\
 % else:
 #define K(x) x##f
 % endif
+// pow_f: the pow op's float kernel. PoCL's pow() is a scalar call (400x an exp on 256K floats); this one vectorizes:
+// |x|^y = 2^(y log2|x|) in double (log2 of the mantissa by atanh's series, 2^f by Taylor's, both to ~1e-12), so the
+// float result is the correctly rounded one nearly always, like PyTorch's std::pow in double; then C99's special
+// values. Selects and bitwise & | only: && and || (branches) and double builtins (rint, fabs, fmin) slow PoCL down.
+// On 256K floats (PoCL 3.1, AVX-512) it takes 5-7 ms against pow()'s 45-100 ms and exp's 0.2 ms; without the
+// special-value selects it takes 0.9 ms: what stops the vectorizer there is still to find.
+% if compute == "float":
+#ifdef cl_khr_fp64
+#pragma OPENCL EXTENSION cl_khr_fp64 : enable
+inline float pow_f(float x, float y) {
+    float ax = x < 0.0f ? -x : x, ay = y < 0.0f ? -y : y;
+    int yi = (int)(ay < 16777216.0f ? ay : 0.0f);  // from 2^24 on every float is an even integer
+    int yint = (ay >= 16777216.0f) | ((float)yi == ay), yodd = yint & yi & 1;
+    int sub = ax < 1.17549435e-38f;
+    uint bits = as_uint(sub ? ax * 16777216.0f : ax);
+    int e = (int)(bits >> 23) - (sub ? 151 : 127);
+    double m = (double)as_float((bits & 0x7fffffu) | 0x3f800000u);
+    int big = m > 1.4142135623730951;
+    m = big ? m * 0.5 : m;
+    e += big;
+    double s = (m - 1.0) / (m + 1.0), z = s * s;
+    double p = 1.0 / 17.0;
+    p = p * z + 1.0 / 15.0; p = p * z + 1.0 / 13.0; p = p * z + 1.0 / 11.0; p = p * z + 1.0 / 9.0;
+    p = p * z + 1.0 / 7.0; p = p * z + 1.0 / 5.0; p = p * z + 1.0 / 3.0; p = p * z + 1.0;
+    double t = (double)y * ((double)e + 2.0 * s * p * 1.4426950408889634);
+    t = t < -160.0 ? -160.0 : (t > 160.0 ? 160.0 : t);
+    double n = floor(t + 0.5), f = (t - n) * 0.6931471805599453;
+    double q = 1.0 / 3628800.0;
+    q = q * f + 1.0 / 362880.0; q = q * f + 1.0 / 40320.0; q = q * f + 1.0 / 5040.0; q = q * f + 1.0 / 720.0;
+    q = q * f + 1.0 / 120.0; q = q * f + 1.0 / 24.0; q = q * f + 1.0 / 6.0; q = q * f + 0.5; q = q * f + 1.0;
+    q = q * f + 1.0;
+    float r = (float)(q * as_double((long)((int)n + 1023) << 52));
+    int neg = as_int(x) < 0;
+    r = (neg & yodd) ? -r : r;
+    r = (neg & (yint ^ 1)) ? NAN : r;
+    float zero_inf = ((y < 0.0f) != (ax == 0.0f)) ? 0.0f : INFINITY;  // x = 0, y < 0: inf; |x| = inf, y < 0: 0
+    r = ((ax == 0.0f) | (ax == INFINITY)) ? ((neg & yodd) ? -zero_inf : zero_inf) : r;
+    r = ay == INFINITY ? (ax == 1.0f ? 1.0f : (ax < 1.0f) == (y < 0.0f) ? INFINITY : 0.0f) : r;
+    r = ((x != x) | (y != y)) ? NAN : r;
+    return ((y == 0.0f) | (x == 1.0f)) ? 1.0f : r;
+}
+#else
+#define pow_f(x, y) pow(x, y)
+#endif
+% else:
+#define pow_f(x, y) pow(x, y)
+% endif
 % if half_compute:
 ${cl.half_bits()}\
 % endif

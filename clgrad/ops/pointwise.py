@@ -10,7 +10,7 @@ from .. import dtypes as D
 from ..autograd import graph
 from ..autograd.grad_mode import is_grad_enabled
 from ..backends.common import cast, view_of
-from ..registry.elementwise import OPS
+from ..registry.elementwise import OPS, pow_scalar_kernel
 from ..tensor import Tensor, is_tensor
 from . import creation
 from . import elementwise as E
@@ -162,7 +162,7 @@ backends.add_cache_listener(_PLANS.clear)  # plans hold the backends' launchers
 _MAX_PLANS = 4096
 _BIG = 2**31 - 1  # storages past int32 indexing get other kernels
 _SCALARS = (int, float, bool)
-_NO_PLAN = frozenset({"pow", "where"})  # their checks look at values (negative int exponents) or warn
+_NO_PLAN = frozenset({"where"})  # its checks warn
 
 
 def _plan_key(op: str, operands, out, compute):
@@ -180,6 +180,8 @@ def _plan_key(op: str, operands, out, compute):
             return None
         else:
             key.append((x.dtype, x._shape, x._strides, s.device, s.size > _BIG, x is out))
+    if op == "pow":  # a number exponent's value picks the kernel (and negative ones fail on integers)
+        key.append(operands[1] if type(operands[1]) in _SCALARS else None)
     return tuple(key)
 
 
@@ -192,7 +194,12 @@ def _remember(key, out, operands, compute) -> None:
     if compute is None:
         bool_args = OPS[key[0]].bool_args
         compute = compute_dtype(key[0], [x for k, x in enumerate(operands) if k not in bool_args], out.device)
-    launch = backends.get(out.device).elementwise_launcher(key[0], out, inputs, compute)
+    op = key[0]
+    if op == "pow" and compute.kind == "f" and is_tensor(operands[0]) and _is_number(operands[1]):
+        op, inputs = _pow_scalar(operands[1], inputs, compute)
+        launch = _pow_launch(backends.get(out.device).elementwise_launcher(op, out, inputs, compute), inputs)
+    else:
+        launch = backends.get(out.device).elementwise_launcher(op, out, inputs, compute)
     if len(_PLANS) >= _MAX_PLANS:
         _PLANS.clear()
     if not any(st is not None for st in expanded):
@@ -237,10 +244,29 @@ def _apply(op, operands, out, compute):
                 if x.shape != shape:
                     x = x.expand(shape)
         inputs.append(x)
+    if op == "pow" and compute.kind == "f" and is_tensor(operands[0]) and _is_number(operands[1]):
+        op, inputs = _pow_scalar(operands[1], inputs, compute)
     backends.get(dev).elementwise(op, out, inputs, compute)
     if out_given:
         out._storage.version += 1
     return out
+
+
+def _pow_scalar(exponent, inputs, compute):
+    """pow's kernel for a number exponent: PyTorch's special cases (x * x for 2, sqrt for 0.5...)."""
+    picked = pow_scalar_kernel(exponent, compute.name)
+    if picked is None:
+        return "pow", inputs
+    op, extra = picked
+    return op, [1] if extra is None else [inputs[0], *extra]
+
+
+def _pow_launch(launch, picked):
+    """The plan's launch for pow's special kernels: their operands from pow's (base, exponent)."""
+    if len(picked) == 1 and not is_tensor(picked[0]):  # ones
+        return lambda out, operands: launch(out, picked)
+    extra = picked[1:]
+    return lambda out, operands: launch(out, [operands[0], *extra])
 
 
 def _apply_tracked(op, operands, out, compute):

@@ -63,6 +63,10 @@ def np_pow(a, b):
         odd = (b % 2) != 0
         special = np.where(a == 1, 1, np.where(a == -1, np.where(odd, -1, 1), 0)).astype(out.dtype)
         return np.where(neg, special, out)
+    if np.ndim(b) == 0 and np.ndim(a) > 0:
+        # numpy turns a scalar (or stride-0) exponent 0.5 into sqrt, which differs from C's pow at -0 and -inf;
+        # PyTorch's own shortcuts are pow_scalar_kernel's (registry/elementwise.py), where they apply
+        b = np.full_like(a, b)
     return np.power(a, b)
 
 

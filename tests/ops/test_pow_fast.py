@@ -1,0 +1,150 @@
+"""pow with a Python-number exponent: the constant-exponent kernels (x * x for 2, sqrt for 0.5...) give PyTorch's
+results, edge values included (signed zeros, infinities, NaN), and leave autograd as it was (PowBackward0)."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import clgrad
+from clgrad.registry.elementwise import pow_scalar_kernel
+from tests.conftest import fp64_ok
+from tests.helpers import grad_precision, make, to_numpy
+
+EDGE = [0.0, -0.0, 1.0, -1.0, 2.5, -2.5, 0.3, -0.3, 7.0, -7.0, np.inf, -np.inf, np.nan, 1e-20, 1e20, -1e20, 3.7e12]
+TORCH_SPECIAL = [0, 1, 2, 3, -2, 0.5, -0.5, -1, 2.0, True, False]  # PyTorch's CPU pow special-cases these
+BY_BITS = [4, 5, 7, 15, -3, -15, 6.0]  # products of x, x^2, x^4, x^8 (PyTorch: std::pow)
+
+
+def _dtypes(device):
+    return ["float32", "float64"] if fp64_ok(device) else ["float32"]
+
+
+def _edges(dtype):
+    with np.errstate(over="ignore"):
+        return np.array(EDGE, dtype)
+
+
+def _same_specials(got, want):
+    """Equal where the answer is zero, infinite or NaN, signs included."""
+    special = (want == 0) | np.isinf(want) | np.isnan(want)
+    np.testing.assert_array_equal(np.isnan(got), np.isnan(want))
+    keep = special & ~np.isnan(want)
+    np.testing.assert_array_equal(got[keep], want[keep])
+    np.testing.assert_array_equal(np.signbit(got[keep]), np.signbit(want[keep]))
+
+
+@pytest.mark.parametrize("exponent", TORCH_SPECIAL + BY_BITS + [2.5, -1.5, 16, 0.25])
+def test_edge_values_match_torch(device, exponent):
+    torch = pytest.importorskip("torch")
+    for dtype in _dtypes(device):
+        x = _edges(dtype)
+        with np.errstate(all="ignore"):
+            want = (torch.from_numpy(x) ** exponent).numpy()
+        got = to_numpy(clgrad.tensor(x, device=device) ** exponent)
+        assert got.dtype == want.dtype
+        _same_specials(got, want)
+        # torch's own special cases are exact on cpu (the same float operations); OpenCL's sqrt and division may
+        # round differently by an ulp or so, the products of BY_BITS differ from std::pow by a few ulp
+        exact = device == "cpu" and exponent in TORCH_SPECIAL
+        rtol = 0 if exact else 1e-6 if dtype == "float32" else 1e-14
+        if exponent not in TORCH_SPECIAL + BY_BITS:
+            rtol = 1e-5 if dtype == "float32" else 1e-12  # the general pow kernel, as before
+        np.testing.assert_allclose(got, want, rtol=rtol, atol=0, equal_nan=True)
+
+
+def test_random_values_and_layouts_match_torch(device):
+    torch = pytest.importorskip("torch")
+    x = np.random.default_rng(0).standard_normal((6, 7)).astype(np.float32) * 3
+    for exponent in (2, 3, -2, 0.5, -0.5, -1, 4, -5, 0, 1):
+        with np.errstate(all="ignore"):
+            want = (torch.from_numpy(x) ** exponent).numpy()
+        for layout in ("contiguous", "transposed"):
+            got = to_numpy(make(x, device, layout) ** exponent)
+            np.testing.assert_allclose(got, want, rtol=2e-6, atol=0, equal_nan=True)
+
+
+def test_kernel_choice():
+    assert pow_scalar_kernel(2, "float32") == ("square", ())
+    assert pow_scalar_kernel(3.0, "float64") == ("pow_cube", ())
+    assert pow_scalar_kernel(0.5, "float32") == ("sqrt", ())
+    assert pow_scalar_kernel(-0.5, "float32") == ("rsqrt", ())
+    assert pow_scalar_kernel(-1, "float32") == ("reciprocal", ())
+    assert pow_scalar_kernel(-2, "float32") == ("pow_inv_square", ())
+    assert pow_scalar_kernel(0, "float32") == ("identity", None)
+    assert pow_scalar_kernel(True, "float32") == ("identity", ())
+    assert pow_scalar_kernel(6, "float32") == ("pow_bits", (6.0,))
+    assert pow_scalar_kernel(-7.0, "float64") == ("pow_inv_bits", (7.0,))
+    for general in (16, 2.5, -0.25, float("nan"), float("inf")):
+        assert pow_scalar_kernel(general, "float32") is None
+    # float16: PyTorch's pow is std::pow there (pow(-0, 0.5) is +0, sqrt(-0) is -0): only 0, 1 and 2 are shortcuts
+    assert pow_scalar_kernel(2, "float16") == ("square", ())
+    assert pow_scalar_kernel(0.5, "float16") is None and pow_scalar_kernel(3, "float16") is None
+
+
+def test_float16_and_integers_match_torch(device):
+    torch = pytest.importorskip("torch")
+    h = np.array([0.0, -0.0, 2.0, -np.inf, np.inf, 0.5], np.float16)
+    for exponent in (0.5, 2, 3, -1):
+        got = to_numpy(clgrad.tensor(h, device=device) ** exponent)
+        _same_specials(got, (torch.from_numpy(h) ** exponent).numpy())
+    i = np.array([-3, -1, 0, 1, 2, 5], np.int32)
+    for exponent in (0, 1, 2, 3, 7):
+        got = to_numpy(clgrad.tensor(i, device=device) ** exponent)
+        want = (torch.from_numpy(i) ** exponent).numpy()
+        assert got.dtype == want.dtype
+        np.testing.assert_array_equal(got, want)
+    got = to_numpy(clgrad.tensor(i, device=device) ** 0.5)  # int base, float exponent: float result
+    np.testing.assert_allclose(got, (torch.from_numpy(i) ** 0.5).numpy(), rtol=1e-6, equal_nan=True)
+    with pytest.raises(RuntimeError, match="Integers to negative integer powers are not allowed"):
+        clgrad.tensor(i, device=device) ** -1
+
+
+def test_inplace_and_out(device):
+    x = np.array([1.5, -2.0, 3.0], np.float32)
+    t = clgrad.tensor(x, device=device)
+    t.pow_(2)
+    np.testing.assert_array_equal(to_numpy(t), x * x)
+    out = clgrad.empty(3, device=device)
+    clgrad.pow(clgrad.tensor(x, device=device), 0, out=out)
+    np.testing.assert_array_equal(to_numpy(out), np.ones(3, np.float32))
+
+
+@pytest.mark.parametrize("exponent", [2, 3, -2, 0.5, -0.5, -1, 4, -3, 0, 1])
+def test_gradient_unchanged(device, exponent):
+    dtype, kw = grad_precision(device)
+    x = clgrad.tensor(np.random.default_rng(1).uniform(0.5, 2.0, 5), dtype=getattr(clgrad, dtype), device=device,
+                      requires_grad=True)
+    y = x ** exponent
+    assert type(y.grad_fn).__name__ == "PowBackward0"
+    assert clgrad.autograd.gradcheck(lambda t: t ** exponent, (x,), **kw)
+
+
+def test_repeated_calls_pick_the_kernel_by_value(device):
+    """Repeated ops reuse a plan keyed on the exponent's value: every value still gets its own kernel and checks."""
+    x = np.array([0.5, -2.0, 3.0], np.float32)
+    t = clgrad.tensor(x, device=device)
+    for exponent in (2, 3, 2, 0.5, 0, 2, 2.0, 5, -1, 2):
+        for _ in range(2):
+            with np.errstate(invalid="ignore"):
+                np.testing.assert_allclose(to_numpy(t ** exponent), x.astype(np.float64) ** exponent, rtol=1e-6)
+    np.testing.assert_allclose(to_numpy(t ** clgrad.tensor([2.0, 2.0, 3.0], device=device)), x ** [2, 2, 3], rtol=1e-6)
+    i = clgrad.tensor([1, 2, 3], device=device)
+    for _ in range(2):
+        np.testing.assert_array_equal(to_numpy(i ** 2), [1, 4, 9])
+        with pytest.raises(RuntimeError, match="Integers to negative integer powers"):
+            i ** -2
+
+
+def test_general_pow_edge_grid_matches_torch(device):
+    """The general kernel (tensor exponents, other numbers) on every pair of edge values: C99's special values as
+    PyTorch gives them, and within an ulp or so elsewhere (float32 goes through double where the device has it)."""
+    torch = pytest.importorskip("torch")
+    edges = _edges("float32")
+    ys = np.array([0.0, -0.0, 1.0, -1.0, 2.0, 3.0, -3.0, 0.5, 2.5, -2.5, 127.5, 31.0, 16777218.0, 1e10, -1e10,
+                   np.inf, -np.inf, np.nan, 0.3333], np.float32)
+    x, y = (a.ravel() for a in np.meshgrid(edges, ys))
+    with np.errstate(all="ignore"):
+        want = (torch.from_numpy(x) ** torch.from_numpy(y)).numpy()
+    got = to_numpy(clgrad.tensor(x, device=device) ** clgrad.tensor(y, device=device))
+    _same_specials(got, want)
+    np.testing.assert_allclose(got, want, rtol=1e-6 if fp64_ok(device) else 1e-5, atol=0, equal_nan=True)
