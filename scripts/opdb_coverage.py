@@ -1,0 +1,359 @@
+"""Measure clgrad's coverage of PyTorch's op database (OpInfo ``op_db``) against torch itself.
+
+For every op_db entry that applies to a CPU, find clgrad's callable by the same dotted name under ``clgrad``
+(``linalg.norm`` -> ``clgrad.linalg.norm``; a method-only op -> ``clgrad.Tensor.<name>``), run up to ``-n``
+of its float64 samples (PyTorch's own ``sample_inputs``) with the inputs copied to clgrad on ``--device``,
+and compare the forward outputs and the gradients of the sum of the floating outputs with torch's.
+
+    python scripts/opdb_coverage.py --device cpu --out /tmp/opdb_cpu        # writes .json and .md
+    python scripts/opdb_coverage.py --device opencl --ops abs,linalg.norm -n 2
+
+Needs torch and expecttest (op_db's module imports it). Random ops (torch differs between two seeds) are
+compared by shape and dtype only.
+"""
+from __future__ import annotations
+
+import argparse
+import collections
+import json
+import signal
+import sys
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+import numpy as np
+import torch
+
+import clgrad
+
+RTOL, ATOL = 1e-6, 1e-6  # float64; torch's own float64 default is 1e-7 both ways
+SAMPLE_SECONDS = 2.0  # a sample slower than this ends the op's run (reported as "slow")
+DTYPES = (torch.float64, torch.float32, torch.int64, torch.int32, torch.bool)
+
+
+class SampleTimeout(Exception):
+    """Raised by the alarm when one sample runs past SAMPLE_SECONDS."""
+
+
+@dataclass
+class OpResult:
+    name: str
+    variant: str
+    found: bool
+    how: str = ""  # "function", "method" or "attribute"
+    samples: int = 0
+    fwd_ok: int = 0
+    bwd_total: int = 0
+    bwd_ok: int = 0
+    errors: dict = field(default_factory=dict)  # error kind -> count
+    first_error: str = ""
+
+    @property
+    def key(self) -> str:
+        return f"{self.name}.{self.variant}" if self.variant else self.name
+
+
+def applicable(op) -> bool:
+    """True for OpInfo entries that run on a CPU."""
+    return bool(op.supported_dtypes("cpu"))
+
+
+def sample_dtype(op):
+    """float64 where the op supports it, else the first supported of DTYPES (integer/bool-only ops)."""
+    dts = op.supported_dtypes("cpu")
+    return next((d for d in DTYPES if d in dts), None)
+
+
+def resolve(op):
+    """clgrad's callable for an OpInfo and how it was found: ("function"|"method"|"attribute", fn) or None."""
+    obj = clgrad
+    for part in op.name.split("."):
+        obj = getattr(obj, part, None)
+        if obj is None:
+            break
+    if obj is not None and callable(obj) and not isinstance(obj, type(clgrad)):
+        return "function", obj
+    name = op.name
+    attr = getattr(clgrad.Tensor, name, None)
+    if attr is None:
+        return None
+    if isinstance(attr, property):
+        return "attribute", lambda t: getattr(t, name)
+    return "method", lambda t, *a, **k: getattr(t, name)(*a, **k)
+
+
+# ---- torch -> clgrad conversion ------------------------------------------------------------------
+
+def to_clgrad(x, device, memo):
+    """Copy torch values (tensors, dtypes, devices, nested containers) to their clgrad counterparts."""
+    if isinstance(x, torch.Tensor):
+        if id(x) not in memo:
+            arr = x.detach().resolve_conj().cpu().numpy().copy()
+            req = bool(x.requires_grad and x.is_floating_point())
+            memo[id(x)] = clgrad.tensor(arr, dtype=convert_dtype(x.dtype), device=device, requires_grad=req)
+        return memo[id(x)]
+    if isinstance(x, torch.dtype):
+        return convert_dtype(x)
+    if isinstance(x, torch.device):
+        return clgrad.device(device)
+    if isinstance(x, torch.Size):
+        return tuple(x)
+    if isinstance(x, torch.memory_format):
+        return getattr(clgrad, str(x).split(".")[-1], x)
+    if isinstance(x, (list, tuple)):
+        return type(x)(to_clgrad(v, device, memo) for v in x) if type(x) in (list, tuple) else \
+            [to_clgrad(v, device, memo) for v in x]
+    if isinstance(x, dict):
+        return {k: to_clgrad(v, device, memo) for k, v in x.items()}
+    return x
+
+
+def convert_dtype(d):
+    name = str(d).split(".")[-1]
+    found = getattr(clgrad, name, None)
+    if not isinstance(found, clgrad.dtype):
+        raise NotImplementedError(f"dtype {name}")
+    return found
+
+
+def leaves(x, kind):
+    """Flat list of the values of type ``kind`` in a nested output (tuples, lists, namedtuples)."""
+    if isinstance(x, kind):
+        return [x]
+    if isinstance(x, (list, tuple)):
+        return [v for item in x for v in leaves(item, kind)]
+    if isinstance(x, dict):
+        return [v for item in x.values() for v in leaves(item, kind)]
+    return []
+
+
+def flat_outputs(x):
+    """Torch or clgrad outputs as a flat list of numpy arrays or Python scalars."""
+    if isinstance(x, torch.Tensor):
+        return [x.detach().resolve_conj().cpu().numpy()]
+    if isinstance(x, clgrad.Tensor):
+        return [x.detach().cpu().numpy()]
+    if isinstance(x, (list, tuple)):
+        return [v for item in x for v in flat_outputs(item)]
+    return [x]
+
+
+# ---- comparison ----------------------------------------------------------------------------------
+
+def compare(expected, actual) -> str:
+    """'' when two flat output lists agree, else the kind of mismatch."""
+    if len(expected) != len(actual):
+        return "n_outputs"
+    for e, a in zip(expected, actual):
+        if isinstance(e, np.ndarray):
+            if not isinstance(a, np.ndarray):
+                return "not_tensor"
+            if e.shape != a.shape:
+                return "shape"
+            if e.dtype != a.dtype:
+                return "dtype"
+            if e.dtype.kind in "fc" and not np.allclose(a, e, rtol=RTOL, atol=ATOL, equal_nan=True):
+                return "values"
+            if e.dtype.kind not in "fc" and not np.array_equal(a, e):
+                return "values"
+        elif isinstance(e, (bool, int, float)) and not isinstance(e, type(None)):
+            if not isinstance(a, (bool, int, float, np.generic)):
+                return "not_scalar"
+            if not np.allclose(float(a), float(e), rtol=RTOL, atol=ATOL, equal_nan=True):
+                return "values"
+    return ""
+
+
+def shapes_only(expected, actual) -> str:
+    """Comparison for random ops: shapes and dtypes only."""
+    if len(expected) != len(actual):
+        return "n_outputs"
+    for e, a in zip(expected, actual):
+        if isinstance(e, np.ndarray) and (not isinstance(a, np.ndarray) or e.shape != a.shape):
+            return "shape"
+        if isinstance(e, np.ndarray) and e.dtype != a.dtype:
+            return "dtype"
+    return ""
+
+
+def is_random(op, sample) -> bool:
+    """True when torch gives different outputs under two seeds (dropout, normal, multinomial, ...)."""
+    outs = []
+    for seed in (0, 1):
+        torch.manual_seed(seed)
+        with torch.no_grad():
+            outs.append(flat_outputs(op(sample.input, *sample.args, **sample.kwargs)))
+    return compare(outs[0], outs[1]) != ""
+
+
+def torch_grads(op, sample, out):
+    """Gradients of the sum of torch's float outputs w.r.t. its float inputs that require grad."""
+    ins = [t for t in leaves([sample.input, sample.args, sample.kwargs], torch.Tensor) if t.requires_grad]
+    outs = [o for o in leaves(sample.output_process_fn_grad(out), torch.Tensor)
+            if o.requires_grad and o.is_floating_point()]
+    if not ins or not outs:
+        return ins, None
+    loss = sum(o.sum() for o in outs)
+    return ins, torch.autograd.grad(loss, ins, allow_unused=True)
+
+
+def clgrad_grads(ins, memo, out, process):
+    """The same gradients in clgrad; ``process`` is the sample's output_process_fn_grad."""
+    try:
+        out = process(out)
+    except Exception:  # noqa: BLE001 - these functions call torch methods; fall back to the raw output
+        pass
+    outs = [o for o in leaves(out, clgrad.Tensor) if o.requires_grad and o.dtype.is_floating_point]
+    cl_ins = [memo[id(t)] for t in ins]
+    if not outs:
+        raise RuntimeError("no output requires grad")
+    for t in cl_ins:
+        t.grad = None
+    loss = outs[0].sum()
+    for o in outs[1:]:
+        loss = loss + o.sum()
+    loss.backward()
+    return [t.grad for t in cl_ins]
+
+
+# ---- running ------------------------------------------------------------------------------------
+
+def _alarm(signum, frame):
+    raise SampleTimeout()
+
+
+def error_kind(exc: BaseException) -> str:
+    msg = str(exc).split("\n")[0][:60]
+    return f"{type(exc).__name__}: {msg}"
+
+
+def run_sample(op, fn, sample, device) -> tuple[str, str | None]:
+    """(forward verdict, backward verdict or None); a verdict is '' when it matches, else the reason."""
+    random = is_random(op, sample)
+    torch.manual_seed(0)
+    expected = op(sample.input, *sample.args, **sample.kwargs)
+    memo: dict = {}
+    cl_input = to_clgrad(sample.input, device, memo)
+    cl_args = to_clgrad(sample.args, device, memo)
+    cl_kwargs = to_clgrad(sample.kwargs, device, memo)
+    actual = fn(cl_input, *cl_args, **cl_kwargs)
+    check = shapes_only if random else compare
+    fwd = check(flat_outputs(expected), flat_outputs(actual))
+    if random or not op.supports_autograd:
+        return fwd, None
+    ins, grads = torch_grads(op, sample, expected)
+    if grads is None:
+        return fwd, None
+    try:
+        cl_grads = clgrad_grads(ins, memo, actual, sample.output_process_fn_grad)
+    except Exception as e:  # noqa: BLE001 - every failure is a finding, reported by kind
+        return fwd, "backward " + error_kind(e)
+    exp = [g if g is not None else torch.zeros_like(t) for g, t in zip(grads, ins)]
+    act = [g if g is not None else clgrad.zeros(tuple(t.shape), dtype=clgrad.float64) for g, t in zip(cl_grads, ins)]
+    bwd = compare(flat_outputs(exp), flat_outputs(act))
+    return fwd, ("grad " + bwd if bwd else "")
+
+
+def run_op(op, device: str, n: int) -> OpResult:
+    res = OpResult(op.name, op.variant_test_name, False)
+    found = resolve(op)
+    if found is None:
+        return res
+    res.found, (res.how, fn) = True, found
+    dtype = sample_dtype(op)
+    try:
+        samples = list(op.sample_inputs("cpu", dtype, requires_grad=dtype.is_floating_point))[:n]
+    except Exception as e:  # noqa: BLE001
+        res.errors["samples " + error_kind(e)] = 1
+        return res
+    for sample in samples:
+        start = time.perf_counter()
+        signal.setitimer(signal.ITIMER_REAL, SAMPLE_SECONDS)
+        try:
+            fwd, bwd = run_sample(op, fn, sample, device)
+        except SampleTimeout:
+            fwd, bwd = "slow", None
+        except Exception as e:  # noqa: BLE001
+            fwd, bwd = error_kind(e), None
+        finally:
+            signal.setitimer(signal.ITIMER_REAL, 0)
+        res.samples += 1
+        res.fwd_ok += fwd == ""
+        for verdict in (fwd, bwd):
+            if verdict:
+                res.errors[verdict] = res.errors.get(verdict, 0) + 1
+                res.first_error = res.first_error or verdict
+        if bwd is not None:
+            res.bwd_total += 1
+            res.bwd_ok += bwd == ""
+        if fwd == "slow" or time.perf_counter() - start > SAMPLE_SECONDS:
+            break
+    return res
+
+
+def select(op_db, names=None):
+    ops = [op for op in op_db if applicable(op)]
+    if names:
+        ops = [op for op in ops if op.name in names]
+    return ops
+
+
+def totals(results) -> dict:
+    found = [r for r in results if r.found]
+    samples = sum(r.samples for r in found)
+    bwd = sum(r.bwd_total for r in found)
+    return {
+        "applicable": len(results), "present": len(found),
+        "present_pct": 100.0 * len(found) / max(len(results), 1),
+        "samples": samples, "fwd_ok": sum(r.fwd_ok for r in found),
+        "fwd_pct": 100.0 * sum(r.fwd_ok for r in found) / max(samples, 1),
+        "bwd_samples": bwd, "bwd_ok": sum(r.bwd_ok for r in found),
+        "bwd_pct": 100.0 * sum(r.bwd_ok for r in found) / max(bwd, 1),
+    }
+
+
+def markdown(results, tot, device) -> str:
+    lines = [f"# clgrad op_db coverage on `{device}`", "",
+             f"- entries present: {tot['present']} of {tot['applicable']} ({tot['present_pct']:.1f}%)",
+             f"- samples matching forward: {tot['fwd_ok']} of {tot['samples']} ({tot['fwd_pct']:.1f}%)",
+             f"- samples matching backward: {tot['bwd_ok']} of {tot['bwd_samples']} ({tot['bwd_pct']:.1f}%)",
+             "", "## Failure kinds (samples)", ""]
+    kinds = collections.Counter()
+    for r in results:
+        kinds.update(r.errors)
+    lines += [f"- {n} x `{k}`" for k, n in kinds.most_common(40)]
+    lines += ["", "## Present ops with mismatches", "", "| op | how | fwd | bwd | first error |", "|---|---|---|---|---|"]
+    for r in results:
+        if r.found and (r.fwd_ok < r.samples or r.bwd_ok < r.bwd_total):
+            err = r.first_error.replace("|", "/")
+            lines.append(f"| {r.key} | {r.how} | {r.fwd_ok}/{r.samples} | {r.bwd_ok}/{r.bwd_total} | {err} |")
+    lines += ["", "## Missing", "", ", ".join(sorted({r.name for r in results if not r.found})), ""]
+    return "\n".join(lines)
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("--device", default="cpu", help="clgrad device: cpu, opencl or opencl:N")
+    p.add_argument("-n", type=int, default=8, help="samples per op (default 8)")
+    p.add_argument("--ops", default="", help="comma-separated op_db names (default all)")
+    p.add_argument("--out", default="", help="path prefix for <out>.json and <out>.md")
+    args = p.parse_args(argv)
+    from torch.testing._internal.common_methods_invocations import op_db
+
+    signal.signal(signal.SIGALRM, _alarm)
+    ops = select(op_db, set(args.ops.split(",")) if args.ops else None)
+    results = []
+    for op in ops:
+        results.append(run_op(op, args.device, args.n))
+    tot = totals(results)
+    print(json.dumps(tot, indent=1))
+    if args.out:
+        Path(args.out + ".json").write_text(json.dumps(
+            {"device": args.device, "totals": tot, "ops": [asdict(r) for r in results]}, indent=1))
+        Path(args.out + ".md").write_text(markdown(results, tot, args.device))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
