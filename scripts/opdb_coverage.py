@@ -19,21 +19,24 @@ import json
 import signal
 import sys
 import time
+import types
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 import numpy as np
 import torch
 
-import clgrad
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the checkout this script is in, not an installed one
+import clgrad  # noqa: E402
 
-RTOL, ATOL = 1e-6, 1e-6  # float64; torch's own float64 default is 1e-7 both ways
+RTOL, ATOL = 1e-6, 1e-6  # float64, unless the entry overrides them; torch's own float64 default is 1e-7 both ways
 SAMPLE_SECONDS = 2.0  # a sample slower than this ends the op's run (reported as "slow")
+WARMUP = 10.0  # the first sample of each op may take this many times longer: it compiles the op's kernels
 DTYPES = (torch.float64, torch.float32, torch.int64, torch.int32, torch.bool)
 
 
-class SampleTimeout(Exception):
-    """Raised by the alarm when one sample runs past SAMPLE_SECONDS."""
+class SampleTimeout(BaseException):
+    """Raised by the alarm when one sample runs past its limit (a BaseException: no ``except Exception`` eats it)."""
 
 
 @dataclass
@@ -41,7 +44,7 @@ class OpResult:
     name: str
     variant: str
     found: bool
-    how: str = ""  # "function", "method" or "attribute"
+    how: str = ""  # "function", "method", "attribute" or "inplace" (only Tensor.<name>_ exists: uniform_)
     samples: int = 0
     fwd_ok: int = 0
     bwd_total: int = 0
@@ -62,11 +65,33 @@ def applicable(op) -> bool:
 def sample_dtype(op):
     """float64 where the op supports it, else the first supported of DTYPES (integer/bool-only ops)."""
     dts = op.supported_dtypes("cpu")
-    return next((d for d in DTYPES if d in dts), None)
+    return next((d for d in DTYPES if d in dts), None) or sorted(dts, key=str)[0]  # complex-only ops
 
 
 def resolve(op):
-    """clgrad's callable for an OpInfo and how it was found: ("function"|"method"|"attribute", fn) or None."""
+    """clgrad's callable for an OpInfo and how it was found: ("function"|"method"|"attribute", fn) or None.
+
+    The entry's name decides whether clgrad has the op. Where torch's ``op.op`` is a lambda that reorders
+    arguments (``where``, ``polygamma``, ``einsum``, the seeded random ops), that lambda is run with ``torch``
+    meaning ``clgrad``, as the entry itself resolves it."""
+    found = _by_name(op)
+    if found is not None and getattr(op.op, "__name__", "") == "<lambda>":
+        return found[0], rebind(op.op)
+    return found
+
+
+def rebind(fn):
+    """A copy of the lambda ``fn`` whose global ``torch`` is clgrad (and ``wrapper_set_seed`` seeds clgrad)."""
+    names = dict(fn.__globals__, torch=clgrad, wrapper_set_seed=_seeded)
+    return types.FunctionType(fn.__code__, names, fn.__name__, fn.__defaults__, fn.__closure__)
+
+
+def _seeded(op, *args, **kwargs):
+    clgrad.manual_seed(42)
+    return op(*args, **kwargs)
+
+
+def _by_name(op):
     obj = clgrad
     for part in op.name.split("."):
         obj = getattr(obj, part, None)
@@ -76,6 +101,8 @@ def resolve(op):
         return "function", obj
     name = op.name
     attr = getattr(clgrad.Tensor, name, None)
+    if attr is None and op.inplace_variant is not None and hasattr(clgrad.Tensor, name + "_"):
+        return "inplace", lambda t, *a, **k: getattr(t.clone(), name + "_")(*a, **k)  # uniform, cauchy ...
     if attr is None:
         return None
     if isinstance(attr, property):
@@ -106,7 +133,33 @@ def to_clgrad(x, device, memo):
             [to_clgrad(v, device, memo) for v in x]
     if isinstance(x, dict):
         return {k: to_clgrad(v, device, memo) for k, v in x.items()}
+    if isinstance(x, torch.nn.Module):
+        return to_clgrad_module(x)
+    if callable(x) and getattr(x, "__module__", "") and x.__module__.startswith("torch"):
+        return torch_callable(x)
     return x
+
+
+def to_clgrad_module(m):
+    """clgrad's module of the same class with the same plain attributes (PairwiseDistance(p=2) as an argument)."""
+    cls = getattr(clgrad.nn, type(m).__name__, None)
+    if cls is None or any(True for _ in m.parameters()):
+        return m
+    out = cls.__new__(cls)
+    clgrad.nn.Module.__init__(out)
+    for k, v in vars(m).items():
+        if not k.startswith("_"):
+            object.__setattr__(out, k, v)
+    return out
+
+
+def torch_callable(fn):
+    """clgrad's function of the same name as a torch function passed as an argument (distance_function=)."""
+    for space in (clgrad.nn.functional, clgrad):
+        found = getattr(space, getattr(fn, "__name__", ""), None)
+        if found is not None:
+            return found
+    return fn
 
 
 def convert_dtype(d):
@@ -131,6 +184,8 @@ def leaves(x, kind):
 def flat_outputs(x):
     """Torch or clgrad outputs as a flat list of numpy arrays or Python scalars."""
     if isinstance(x, torch.Tensor):
+        if x._is_zerotensor():  # the gradient of sgn and friends
+            return [np.zeros(tuple(x.shape), str(x.dtype).split(".")[-1])]
         return [x.detach().resolve_conj().cpu().numpy()]
     if isinstance(x, clgrad.Tensor):
         return [x.detach().cpu().numpy()]
@@ -141,7 +196,18 @@ def flat_outputs(x):
 
 # ---- comparison ----------------------------------------------------------------------------------
 
-def compare(expected, actual) -> str:
+def tolerances(op) -> tuple[float, float]:
+    """(rtol, atol) for float64: the defaults, or larger where the entry's toleranceOverride decorators say so."""
+    rtol, atol = RTOL, ATOL
+    for info in getattr(op, "decorators", ()) or ():
+        for dec in getattr(info, "decorators", ()) or ():
+            t = getattr(dec, "d", {}).get(torch.float64) if type(dec).__name__ == "toleranceOverride" else None
+            if t is not None:
+                rtol, atol = max(rtol, t.rtol), max(atol, t.atol)
+    return rtol, atol
+
+
+def compare(expected, actual, rtol=RTOL, atol=ATOL) -> str:
     """'' when two flat output lists agree, else the kind of mismatch."""
     if len(expected) != len(actual):
         return "n_outputs"
@@ -153,19 +219,19 @@ def compare(expected, actual) -> str:
                 return "shape"
             if e.dtype != a.dtype:
                 return "dtype"
-            if e.dtype.kind in "fc" and not np.allclose(a, e, rtol=RTOL, atol=ATOL, equal_nan=True):
+            if e.dtype.kind in "fc" and not np.allclose(a, e, rtol=rtol, atol=atol, equal_nan=True):
                 return "values"
             if e.dtype.kind not in "fc" and not np.array_equal(a, e):
                 return "values"
         elif isinstance(e, (bool, int, float)) and not isinstance(e, type(None)):
             if not isinstance(a, (bool, int, float, np.generic)):
                 return "not_scalar"
-            if not np.allclose(float(a), float(e), rtol=RTOL, atol=ATOL, equal_nan=True):
+            if not np.allclose(float(a), float(e), rtol=rtol, atol=atol, equal_nan=True):
                 return "values"
     return ""
 
 
-def shapes_only(expected, actual) -> str:
+def shapes_only(expected, actual, rtol=RTOL, atol=ATOL) -> str:
     """Comparison for random ops: shapes and dtypes only."""
     if len(expected) != len(actual):
         return "n_outputs"
@@ -178,7 +244,10 @@ def shapes_only(expected, actual) -> str:
 
 
 def is_random(op, sample) -> bool:
-    """True when torch gives different outputs under two seeds (dropout, normal, multinomial, ...)."""
+    """True for seeded random ops (OpInfo wraps them in ``wrapper_set_seed``), uninitialized ``empty`` results,
+    and ops whose torch outputs differ under two seeds."""
+    if "wrapper_set_seed" in getattr(getattr(op.op, "__code__", None), "co_names", ()) or "empty" in op.name:
+        return True
     outs = []
     for seed in (0, 1):
         torch.manual_seed(seed)
@@ -239,7 +308,8 @@ def run_sample(op, fn, sample, device) -> tuple[str, str | None]:
     cl_kwargs = to_clgrad(sample.kwargs, device, memo)
     actual = fn(cl_input, *cl_args, **cl_kwargs)
     check = shapes_only if random else compare
-    fwd = check(flat_outputs(expected), flat_outputs(actual))
+    rtol, atol = tolerances(op)
+    fwd = check(flat_outputs(expected), flat_outputs(actual), rtol, atol)
     if random or not op.supports_autograd:
         return fwd, None
     ins, grads = torch_grads(op, sample, expected)
@@ -251,11 +321,11 @@ def run_sample(op, fn, sample, device) -> tuple[str, str | None]:
         return fwd, "backward " + error_kind(e)
     exp = [g if g is not None else torch.zeros_like(t) for g, t in zip(grads, ins)]
     act = [g if g is not None else clgrad.zeros(tuple(t.shape), dtype=clgrad.float64) for g, t in zip(cl_grads, ins)]
-    bwd = compare(flat_outputs(exp), flat_outputs(act))
+    bwd = compare(flat_outputs(exp), flat_outputs(act), rtol, atol)
     return fwd, ("grad " + bwd if bwd else "")
 
 
-def run_op(op, device: str, n: int) -> OpResult:
+def run_op(op, device: str, n: int, seconds: float = SAMPLE_SECONDS) -> OpResult:
     res = OpResult(op.name, op.variant_test_name, False)
     found = resolve(op)
     if found is None:
@@ -267,29 +337,41 @@ def run_op(op, device: str, n: int) -> OpResult:
     except Exception as e:  # noqa: BLE001
         res.errors["samples " + error_kind(e)] = 1
         return res
-    for sample in samples:
+    previous = signal.signal(signal.SIGALRM, _alarm)
+    try:
+        for i, sample in enumerate(samples):
+            if not _run_one(op, fn, sample, device, seconds * (WARMUP if i == 0 else 1.0), res):
+                break
+    finally:
+        signal.signal(signal.SIGALRM, previous)
+    return res
+
+
+def _run_one(op, fn, sample, device, limit: float, res: OpResult) -> bool:
+    """Run one sample under a time limit and add its verdicts to ``res``; False when it ran too long."""
+    for attempt in range(2):  # a second try: the first may have spent its time compiling kernels, now cached
         start = time.perf_counter()
-        signal.setitimer(signal.ITIMER_REAL, SAMPLE_SECONDS)
+        signal.setitimer(signal.ITIMER_REAL, limit)
         try:
             fwd, bwd = run_sample(op, fn, sample, device)
         except SampleTimeout:
             fwd, bwd = "slow", None
-        except Exception as e:  # noqa: BLE001
+        except Exception as e:  # noqa: BLE001 - every failure is a finding, reported by kind
             fwd, bwd = error_kind(e), None
         finally:
             signal.setitimer(signal.ITIMER_REAL, 0)
-        res.samples += 1
-        res.fwd_ok += fwd == ""
-        for verdict in (fwd, bwd):
-            if verdict:
-                res.errors[verdict] = res.errors.get(verdict, 0) + 1
-                res.first_error = res.first_error or verdict
-        if bwd is not None:
-            res.bwd_total += 1
-            res.bwd_ok += bwd == ""
-        if fwd == "slow" or time.perf_counter() - start > SAMPLE_SECONDS:
+        if fwd != "slow":
             break
-    return res
+    res.samples += 1
+    res.fwd_ok += fwd == ""
+    for verdict in (fwd, bwd):
+        if verdict:
+            res.errors[verdict] = res.errors.get(verdict, 0) + 1
+            res.first_error = res.first_error or verdict
+    if bwd is not None:
+        res.bwd_total += 1
+        res.bwd_ok += bwd == ""
+    return fwd != "slow" and time.perf_counter() - start <= limit
 
 
 def select(op_db, names=None):
@@ -338,14 +420,15 @@ def main(argv=None) -> int:
     p.add_argument("-n", type=int, default=8, help="samples per op (default 8)")
     p.add_argument("--ops", default="", help="comma-separated op_db names (default all)")
     p.add_argument("--out", default="", help="path prefix for <out>.json and <out>.md")
+    p.add_argument("--seconds", type=float, default=SAMPLE_SECONDS,
+                   help="a sample slower than this ends its op's run (the first gets 10x: kernel compilation)")
     args = p.parse_args(argv)
     from torch.testing._internal.common_methods_invocations import op_db
 
-    signal.signal(signal.SIGALRM, _alarm)
     ops = select(op_db, set(args.ops.split(",")) if args.ops else None)
     results = []
     for op in ops:
-        results.append(run_op(op, args.device, args.n))
+        results.append(run_op(op, args.device, args.n, args.seconds))
     tot = totals(results)
     print(json.dumps(tot, indent=1))
     if args.out:
