@@ -197,13 +197,16 @@ def flat_outputs(x):
 # ---- comparison ----------------------------------------------------------------------------------
 
 def tolerances(op) -> tuple[float, float]:
-    """(rtol, atol) for float64: the defaults, or larger where the entry's toleranceOverride decorators say so."""
+    """(rtol, atol) for float64: the defaults, or larger where the entry's toleranceOverride (tol(atol, rtol))
+    or precisionOverride (an atol) decorators say so."""
     rtol, atol = RTOL, ATOL
     for info in getattr(op, "decorators", ()) or ():
-        for dec in getattr(info, "decorators", ()) or ():
-            t = getattr(dec, "d", {}).get(torch.float64) if type(dec).__name__ == "toleranceOverride" else None
-            if t is not None:
+        for dec in getattr(info, "decorators", None) or [info]:
+            t = getattr(dec, "d", {}).get(torch.float64)
+            if type(dec).__name__ == "toleranceOverride" and t is not None:
                 rtol, atol = max(rtol, t.rtol), max(atol, t.atol)
+            elif type(dec).__name__ == "precisionOverride" and t is not None:
+                atol = max(atol, t)
     return rtol, atol
 
 
@@ -349,7 +352,7 @@ def run_op(op, device: str, n: int, seconds: float = SAMPLE_SECONDS) -> OpResult
 
 def _run_one(op, fn, sample, device, limit: float, res: OpResult) -> bool:
     """Run one sample under a time limit and add its verdicts to ``res``; False when it ran too long."""
-    for attempt in range(2):  # a second try: the first may have spent its time compiling kernels, now cached
+    for _attempt in range(2):  # a second try: the first may have spent its time compiling kernels, now cached
         start = time.perf_counter()
         signal.setitimer(signal.ITIMER_REAL, limit)
         try:
