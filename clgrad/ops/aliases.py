@@ -77,7 +77,7 @@ def _make(pkg):
     def angle(input):
         """The argument of a real number: pi where negative, 0 elsewhere, nan for nan: ``clgrad.angle(x)``."""
         x = _float(input, pkg)
-        arg = pkg.where(x < 0, math.pi, 0.0).to(x.dtype)
+        arg = pkg.where(x < 0, pkg.full_like(x, math.pi), pkg.zeros_like(x))
         return pkg.where(pkg.isnan(x), x, arg)
 
     def signbit(input):
@@ -146,8 +146,9 @@ def _make(pkg):
     def xlog1py(input, other):
         """x * log1p(y), 0 where x is 0 (unless y is nan): ``clgrad.special.xlog1py(x, y)``."""
         x, y = _pair(pkg, input, other)
-        prod = x * pkg.log1p(pkg.where(x == 0, pkg.zeros_like(y), y))
-        return pkg.where((x == 0) & ~pkg.isnan(y), pkg.zeros_like(prod), prod)
+        # torch's gradients: d/dx is log1p(y), except 0 where x == 0 and y <= -1; d/dy is x / (1 + y)
+        mask = (x == 0) & ((y <= -1) | pkg.isinf(y))
+        return x * pkg.log1p(pkg.where(mask, pkg.zeros_like(y), y))
 
     def nonzero_static(input, *, size, fill_value=-1):
         """``nonzero`` padded with ``fill_value`` or cut to ``size`` rows: ``clgrad.nonzero_static(x, size=4)``."""
@@ -213,7 +214,7 @@ def _install_methods(pkg, funcs) -> None:
             if not hasattr(T, alias + suffix) and hasattr(T, target + suffix):
                 setattr(T, alias + suffix, getattr(T, target + suffix))
     for name in ("positive", "sgn", "deg2rad", "rad2deg", "angle", "signbit", "isposinf", "isneginf", "isreal",
-                 "sinc", "logaddexp2", "heaviside", "float_power", "ldexp", "imag"):
+                 "sinc", "logaddexp2", "heaviside", "float_power", "ldexp"):
         if not hasattr(T, name):
             setattr(T, name, funcs[name])
     for name in ("conj", "conj_physical", "resolve_conj", "resolve_neg"):
