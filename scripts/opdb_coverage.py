@@ -35,6 +35,10 @@ WARMUP = 10.0  # the first sample of each op may take this many times longer: it
 DTYPES = (torch.float64, torch.float32, torch.int64, torch.int32, torch.bool)
 
 
+class TorchRejects(Exception):
+    """torch itself raises on the sample (``resize_`` of a tensor that requires grad): it is not counted."""
+
+
 class SampleTimeout(BaseException):
     """Raised by the alarm when one sample runs past its limit (a BaseException: no ``except Exception`` eats it)."""
 
@@ -49,6 +53,7 @@ class OpResult:
     fwd_ok: int = 0
     bwd_total: int = 0
     bwd_ok: int = 0
+    torch_rejects: int = 0  # samples torch itself raises on: not counted
     errors: dict = field(default_factory=dict)  # error kind -> count
     first_error: str = ""
 
@@ -302,9 +307,12 @@ def error_kind(exc: BaseException) -> str:
 
 def run_sample(op, fn, sample, device) -> tuple[str, str | None]:
     """(forward verdict, backward verdict or None); a verdict is '' when it matches, else the reason."""
-    random = is_random(op, sample)
-    torch.manual_seed(0)
-    expected = op(sample.input, *sample.args, **sample.kwargs)
+    try:
+        random = is_random(op, sample)
+        torch.manual_seed(0)
+        expected = op(sample.input, *sample.args, **sample.kwargs)
+    except Exception as e:  # noqa: BLE001
+        raise TorchRejects(error_kind(e)) from e
     memo: dict = {}
     cl_input = to_clgrad(sample.input, device, memo)
     cl_args = to_clgrad(sample.args, device, memo)
@@ -336,7 +344,8 @@ def run_op(op, device: str, n: int, seconds: float = SAMPLE_SECONDS) -> OpResult
     res.found, (res.how, fn) = True, found
     dtype = sample_dtype(op)
     try:
-        samples = list(op.sample_inputs("cpu", dtype, requires_grad=dtype.is_floating_point))[:n]
+        grad = dtype.is_floating_point and op.supports_autograd
+        samples = list(op.sample_inputs("cpu", dtype, requires_grad=grad))[:n]
     except Exception as e:  # noqa: BLE001
         res.errors["samples " + error_kind(e)] = 1
         return res
@@ -359,6 +368,9 @@ def _run_one(op, fn, sample, device, limit: float, res: OpResult) -> bool:
             fwd, bwd = run_sample(op, fn, sample, device)
         except SampleTimeout:
             fwd, bwd = "slow", None
+        except TorchRejects:
+            res.torch_rejects += 1
+            return True
         except Exception as e:  # noqa: BLE001 - every failure is a finding, reported by kind
             fwd, bwd = error_kind(e), None
         finally:

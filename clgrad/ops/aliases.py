@@ -38,6 +38,8 @@ METHOD_ONLY = ("arccos", "arcsin", "arctan", "arctan2", "arccosh", "arcsinh", "a
                "absolute", "clip", "multiply", "divide", "subtract", "true_divide", "greater", "greater_equal",
                "less", "less_equal", "not_equal", "swapaxes", "swapdims", "moveaxis", "ger", "inverse", "det",
                "matrix_exp", "orgqr", "unsafe_chunk", "unsafe_split")
+# torch functions that are the Tensor method of the same name (``torch.resize_as_(x, y)``)
+METHOD_FUNCS = ("resize_as_", "zero_", "fill_", "fill")
 _LN2 = math.log(2.0)
 
 
@@ -252,6 +254,8 @@ def install(pkg) -> None:
         _put(pkg, "special." + name, funcs[name])
     for name in SPECIAL_SAME:
         _put(pkg, "special." + name, _lookup(pkg, name))
+    for name in METHOD_FUNCS:
+        _put(pkg, name, getattr(pkg.Tensor, name, None))
     _put(pkg, "linalg.diagonal", _linalg_diagonal(pkg))
     _install_methods(pkg, funcs)
     _install_functional(pkg)

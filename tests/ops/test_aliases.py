@@ -53,6 +53,7 @@ CASES = [
     ("conj", lambda lib, x: lib.conj(x), [POS], True),
     ("resolve_neg-method", lambda lib, x: x.resolve_neg(), [POS], True),
     ("rdiv", lambda lib, x: x.__rdiv__(2.0), [np.array([0.5, 4.0])], True),
+    ("resize_as_", lambda lib, x, y: lib.resize_as_(x.clone(), y), [np.arange(6.0), np.ones((2, 2))], False),
     ("nonzero_static-pad", lambda lib, x: lib.nonzero_static(x, size=4), [np.array([0.0, 1.0, 2.0])], False),
     ("nonzero_static-cut", lambda lib, x: lib.nonzero_static(x, size=1, fill_value=7), [np.array([0.0, 1.0, 2.0])],
      False),
