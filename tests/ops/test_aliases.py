@@ -69,6 +69,8 @@ def _both(fn, arrays, device, dtype):
 @pytest.mark.parametrize("name,fn,arrays,diff", CASES, ids=[c[0] for c in CASES])
 def test_matches_torch(device, name, fn, arrays, diff):
     dtype, kwargs = grad_precision(device)
+    if name == "float_power" and dtype != "float64":
+        pytest.skip("float_power computes in float64, which this device lacks")
     ours, theirs = _both(fn, arrays, device, dtype)
     assert str(ours.dtype).split(".")[-1] == str(theirs.dtype).split(".")[-1]
     assert tuple(ours.shape) == tuple(theirs.shape)
