@@ -280,6 +280,18 @@ def _install_functional(pkg) -> None:
         """Deprecated in torch: ``interpolate(mode='bilinear', align_corners=True)``."""
         return F.interpolate(input, size, scale_factor, mode="bilinear", align_corners=True)
 
+    def rms_norm(input, normalized_shape, weight=None, eps=None):
+        """x / sqrt(mean(x**2) + eps) over the trailing ``normalized_shape`` dims, times ``weight``."""
+        shape = (normalized_shape,) if isinstance(normalized_shape, int) else tuple(normalized_shape)
+        if tuple(input.shape[input.dim() - len(shape):]) != shape or len(shape) > input.dim():
+            raise RuntimeError(f"Given normalized_shape={list(shape)}, expected input with shape "
+                               f"[*, {', '.join(map(str, shape))}], but got input of size{list(input.shape)}")
+        eps = float(np.finfo(input.dtype.np).eps) if eps is None else eps
+        dims = tuple(range(-len(shape), 0))
+        out = input * pkg.rsqrt((input * input).mean(dims, keepdim=True) + eps)
+        return out if weight is None else out * weight
+
+    _put(pkg, "nn.functional.rms_norm", rms_norm)
     _put(pkg, "nn.functional.upsample_nearest", upsample_nearest)
     _put(pkg, "nn.functional.upsample_bilinear", upsample_bilinear)
 

@@ -50,6 +50,9 @@ CASES = [
     ("special.expit", lambda lib, x: lib.special.expit(x), [np.array([-2.0, 0.0, 3.0])], True),
     ("special.gammaln", lambda lib, x: lib.special.gammaln(x), [np.array([0.5, 2.0, 7.5])], True),
     ("linalg.diagonal", lambda lib, x: lib.linalg.diagonal(x, offset=1), [np.arange(12.0).reshape(3, 4)], True),
+    ("rms_norm", lambda lib, x, w: lib.nn.functional.rms_norm(x, (3,), w, 1e-5),
+     [np.array([[0.5, -1.0, 2.0], [0.0, 0.1, -0.3]]), np.array([0.5, 2.0, -1.0])], True),
+    ("rms_norm-2d", lambda lib, x: lib.nn.functional.rms_norm(x, [2, 3]), [np.arange(12.0).reshape(2, 2, 3) - 5], True),
     ("conj", lambda lib, x: lib.conj(x), [POS], True),
     ("resolve_neg-method", lambda lib, x: x.resolve_neg(), [POS], True),
     ("rdiv", lambda lib, x: x.__rdiv__(2.0), [np.array([0.5, 4.0])], True),
@@ -117,6 +120,8 @@ def test_errors_like_torch():
         clgrad.positive(clgrad.tensor([True]))
     with pytest.raises(RuntimeError, match="non-complex"):
         _ = clgrad.tensor([1.0]).imag
+    with pytest.raises(RuntimeError, match="normalized_shape"):
+        clgrad.nn.functional.rms_norm(clgrad.ones(2, 3), [2])
     with pytest.raises(RuntimeError, match="different dtypes"):
         clgrad.heaviside(clgrad.tensor([1.0]), clgrad.tensor([1]))
 
