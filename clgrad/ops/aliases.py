@@ -163,6 +163,47 @@ def _make(pkg):
     return {k: v for k, v in locals().items() if callable(v) and k != "pkg"}
 
 
+def _make_native(pkg):
+    """ATen's native_* and backward entry points that op_db lists, composed from clgrad ops."""
+    def _normalize(x, dims, eps):
+        mean = x.mean(dims, keepdim=True)
+        rstd = pkg.rsqrt(((x - mean) * (x - mean)).mean(dims, keepdim=True) + eps)
+        return (x - mean) * rstd, mean, rstd
+
+    def native_layer_norm(input, normalized_shape, weight, bias, eps):
+        """(layer_norm, mean, rstd), the statistics kept over the normalized dims."""
+        out, mean, rstd = _normalize(input, tuple(range(-len(normalized_shape), 0)), eps)
+        out = out if weight is None else out * weight
+        return (out if bias is None else out + bias), mean.detach(), rstd.detach()  # torch: no gradient through these
+
+    def native_group_norm(input, weight, bias, N, C, HxW, group, eps):
+        """(group_norm, mean, rstd), the statistics of shape (N, group)."""
+        out, mean, rstd = _normalize(input.reshape(N, group, -1), (-1,), eps)
+        out = out.reshape(input.shape)
+        per_channel = (1, C) + (1,) * (input.dim() - 2)
+        out = out if weight is None else out * weight.reshape(per_channel)
+        out = out if bias is None else out + bias.reshape(per_channel)
+        return out, mean.reshape(N, group), rstd.reshape(N, group)
+
+    def _softmax_backward_data(grad_output, output, dim, input_dtype):
+        """The input gradient of softmax from its output."""
+        grad = output * (grad_output - (grad_output * output).sum(dim, keepdim=True))
+        return grad.to(input_dtype)
+
+    def native_dropout_backward(grad_output, mask, scale):
+        """grad_output * mask * scale."""
+        return grad_output * mask.to(grad_output.dtype) * scale
+
+    def _unsafe_masked_index(input, mask, indices, fill):
+        """input[indices] where ``mask``, else ``fill``."""
+        # masked-off positions may hold any index: clamp them into range, as ATen does
+        safe = tuple(None if i is None else i.clamp(-input.shape[d], input.shape[d] - 1) for d, i in enumerate(indices))
+        picked = input[safe]
+        return pkg.where(mask, picked, pkg.full_like(picked, fill))
+
+    return {k: v for k, v in locals().items() if not k.startswith("_n") and k != "pkg"}
+
+
 def _pair(pkg, a, b):
     """Two operands as float tensors on one device (either may be a Python number)."""
     like = a if isinstance(a, pkg.Tensor) else b
@@ -254,6 +295,8 @@ def install(pkg) -> None:
         _put(pkg, "special." + name, funcs[name])
     for name in SPECIAL_SAME:
         _put(pkg, "special." + name, _lookup(pkg, name))
+    for name, fn in _make_native(pkg).items():
+        _put(pkg, name, fn)
     for name in METHOD_FUNCS:
         _put(pkg, name, getattr(pkg.Tensor, name, None))
     _put(pkg, "linalg.diagonal", _linalg_diagonal(pkg))

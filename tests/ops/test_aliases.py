@@ -140,3 +140,39 @@ def test_upsample_aliases():
         ours = getattr(clgrad.nn.functional, name)(clgrad.tensor(x), scale_factor=2)
         theirs = getattr(torch.nn.functional, name)(torch.tensor(x), scale_factor=2)
         np.testing.assert_allclose(ours.numpy(), theirs.numpy(), rtol=1e-12)
+
+
+NATIVE = [
+    ("native_layer_norm", lambda lib, x, w, b: lib.native_layer_norm(x, (3,), w, b, 1e-5),
+     [np.array([[0.5, -1.0, 2.0], [0.0, 0.1, -0.3]]), np.array([0.5, 2.0, -1.0]), np.array([0.1, 0.0, 0.3])]),
+    ("native_group_norm", lambda lib, x, w, b: lib.native_group_norm(x, w, b, 2, 4, 3, 2, 1e-5),
+     [np.arange(24.0).reshape(2, 4, 3) % 5 - 2, np.array([0.5, 2.0, -1.0, 1.0]), np.array([0.1, 0.0, 0.3, 0.2])]),
+    ("_softmax_backward_data", lambda lib, g, y: lib._softmax_backward_data(g, y.softmax(1), 1, y.dtype),
+     [np.array([[0.5, -1.0, 2.0], [0.0, 0.1, -0.3]]), np.array([[1.0, 2.0, 0.5], [0.0, -1.0, 3.0]])]),
+]
+
+
+@pytest.mark.parametrize("name,fn,arrays", NATIVE, ids=[c[0] for c in NATIVE])
+def test_native_entry_points(device, name, fn, arrays):
+    """ATen's native_* composites: every output against torch, and the input gradients of the first output."""
+    dtype, kwargs = grad_precision(device)
+    ours, theirs = _both(fn, arrays, device, dtype)
+    tol = 1e-10 if dtype == "float64" else 1e-5
+    for o, t in zip(ours if isinstance(ours, tuple) else (ours,), theirs if isinstance(theirs, tuple) else (theirs,)):
+        assert tuple(o.shape) == tuple(t.shape)
+        np.testing.assert_allclose(o.cpu().numpy(), t.numpy(), rtol=tol, atol=tol)
+    inputs = tuple(clgrad.tensor(a, dtype=getattr(clgrad, dtype), device=device, requires_grad=True) for a in arrays)
+    first = (lambda *xs: fn(clgrad, *xs)[0]) if isinstance(ours, tuple) else (lambda *xs: fn(clgrad, *xs))
+    assert gradcheck(first, inputs, **kwargs)
+
+
+def test_unsafe_masked_index_clamps_masked_off_indices():
+    x = torch.arange(5.0)
+    mask, idx = torch.tensor([True, False, True]), [torch.tensor([1, 7, 4])]
+    theirs = torch._unsafe_masked_index(x, mask, idx, -1.0)
+    ours = clgrad._unsafe_masked_index(clgrad.arange(5.0), clgrad.tensor([True, False, True]),
+                                       [clgrad.tensor([1, 7, 4])], -1.0)
+    np.testing.assert_array_equal(ours.numpy(), theirs.numpy())
+    g = clgrad.tensor([1.0, 2.0], requires_grad=True)
+    clgrad.native_dropout_backward(g, clgrad.tensor([True, False]), 2.0).sum().backward()
+    np.testing.assert_array_equal(g.grad.numpy(), [2.0, 0.0])
