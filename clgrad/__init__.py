@@ -110,3 +110,10 @@ def result_type(tensor1, tensor2):
 
 def synchronize() -> None:
     opencl.synchronize()
+
+# torch alias names and cheap composites (arccos, special.expit, signal.windows ...) where clgrad lacks them; last
+import sys as _sys  # noqa: E402
+
+from .ops import aliases as _aliases  # noqa: E402
+
+_aliases.install(_sys.modules[__name__])

@@ -323,7 +323,7 @@ def bernoulli_(self, p=0.5, *, generator=None):
     p = p.expand(self.shape)
     # u < p with the float32 uniform the scalar-p kernel uses; the comparison is exact in the promoted dtype
     u = _sample(self.__class__._empty(self.shape, D.float32, self.device), "uniform", 0.0, 1.0, generator)
-    return P.apply("lt", u, p, out=self)
+    return P.apply("lt", u, p.detach(), out=self)  # samples carry no gradient, even of a p that requires grad
 
 
 def exponential_(self, lambd=1.0, *, generator=None):
@@ -463,7 +463,8 @@ def bernoulli(input, p=None, *, generator=None):
     return bernoulli_(out, p, generator=generator)
 
 
-def normal(mean, std=1.0, size=None, *, generator=None, dtype=None, device=None, requires_grad=False):
+def normal(mean, std=1.0, size=None, *, generator=None, dtype=None, layout=None, device=None, requires_grad=False,
+           pin_memory=False):
     """Normal samples: ``normal(0., 1., (3,))`` or elementwise from tensors ``normal(means, stds)``."""
     tensors = [x for x in (mean, std) if is_tensor(x)]
     if not tensors:

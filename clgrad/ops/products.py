@@ -490,7 +490,8 @@ def linalg_vander(x, *, N=None):
     """``linalg.vander``: [*, n] gives [*, n, N] with columns x^0, ..., x^(N-1)."""
     if x.dtype is D.bool:
         raise RuntimeError("linalg.vander supports floating point, complex, and integer tensors, but got Bool")
-    n = (x.shape[-1] if x.dim() else 1) if N is None else N
+    x = x if x.dim() else x.reshape(1)  # torch treats a 0-d x as one point: [1, N]
+    n = x.shape[-1] if N is None else N
     if n <= 1:
         raise RuntimeError("N must be greater than 1.")
     return _powers(x.to(D.int64) if x.dtype.kind in "iu" else x, n)

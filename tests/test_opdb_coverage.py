@@ -1,0 +1,77 @@
+"""scripts/opdb_coverage.py's core on a few op_db entries: resolution, conversion, comparison and the totals."""
+from __future__ import annotations
+
+import functools
+import importlib.util
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from tests.conftest import DEVICES, fp64_ok
+
+torch = pytest.importorskip("torch")
+pytestmark = pytest.mark.filterwarnings("ignore::UserWarning")
+SCRIPT = Path(__file__).resolve().parents[1] / "scripts" / "opdb_coverage.py"
+FIRST_CL = next((p.values[0] for p in DEVICES if p.values[0] != "cpu"), None)
+
+
+@functools.lru_cache(maxsize=1)
+def _script():
+    spec = importlib.util.spec_from_file_location("opdb_coverage", SCRIPT)
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = mod  # its dataclass looks its module up there
+    spec.loader.exec_module(mod)
+    return mod
+
+
+@functools.lru_cache(maxsize=1)
+def _ops() -> dict:
+    pytest.importorskip("expecttest")
+    from torch.testing._internal.common_methods_invocations import op_db
+
+    return {f"{o.name}.{o.variant_test_name}".rstrip("."): o for o in op_db}
+
+
+@pytest.mark.parametrize("name", ["sub", "where", "nn.functional.triplet_margin_with_distance_loss"])
+def test_present_ops_match(device, name):
+    """A function op, one whose op_db lambda reorders arguments (run with torch meaning clgrad), and one that
+    takes a torch module as an argument (converted to clgrad's)."""
+    if device not in ("cpu", FIRST_CL) or not fp64_ok(device):
+        pytest.skip("float64 samples on cpu and the first OpenCL device with fp64 only")
+    C = _script()
+    res = C.run_op(_ops()[name], device, 2, seconds=30.0)  # a loaded CI machine compiling kernels
+    assert res.found and res.samples == 2
+    assert res.fwd_ok == 2, res.errors
+    assert res.bwd_total == 2 and res.bwd_ok == 2, res.errors
+
+
+def test_missing_op_and_totals():
+    C = _script()
+    results = [C.run_op(_ops()[n], "cpu", 1) for n in ("jiterator_unary", "abs")]
+    assert [r.found for r in results] == [False, True]
+    tot = C.totals(results)
+    assert (tot["applicable"], tot["present"], tot["samples"]) == (2, 1, 1)
+    assert tot["fwd_pct"] == 100.0 and tot["present_pct"] == 50.0
+    md = C.markdown(results, tot, "cpu")
+    assert "1 of 2 (50.0%)" in md and "jiterator_unary" in md
+
+
+def test_compare_reports_the_kind_of_mismatch():
+    C = _script()
+    a = np.arange(3.0)
+    assert C.compare([a], [a + 1e-9]) == ""
+    assert C.compare([a], [a + 1e-3]) == "values"
+    assert C.compare([a], [a.astype(np.float32)]) == "dtype"
+    assert C.compare([a], [a[:2]]) == "shape"
+    assert C.compare([a, 1.0], [a]) == "n_outputs"
+    assert C.compare([np.array([np.nan])], [np.array([np.nan])]) == ""
+
+
+def test_tolerances_follow_the_entrys_overrides():
+    C = _script()
+    rtol, atol = C.tolerances(_ops()["abs"])
+    assert rtol >= C.RTOL and atol >= C.ATOL
+    overridden = [o for o in _ops().values() if C.tolerances(o) != (C.RTOL, C.ATOL)]
+    assert overridden, "some op_db entries loosen float64 tolerances"
