@@ -370,6 +370,14 @@ def _spmm(device, cls, n):
           _arr((2 * n,), "float32"), _arr((5, 3), "float32"), layouts=["contiguous", "transposed"], grad=True)
 
 
+def _errors(device, cls, n):
+    """note_error: a failed bounds check copies its flag into the thread's error buffer (raised at the next read)."""
+    m = max(n, 1)
+    with pytest.raises(IndexError):
+        F.nll_loss(make(_arr((m, 3), "float32"), device), make(np.full(m, 7), device)).cpu()
+    _same(device, lambda x: F.nll_loss(x, make(np.zeros(m, np.int64), x.device)), _arr((m, 3), "float32"))
+
+
 # template -> (runner, dtype classes it takes)
 FAMILIES = {
     "elementwise": (_elementwise, ("bool", "int", "float")),
@@ -388,6 +396,7 @@ FAMILIES = {
     "optim": (_optim, ("float",)),
     "rnn": (_rnn, ("float",)),
     "spmm": (_spmm, ("float",)),
+    "errors": (_errors, ("float",)),
 }
 
 

@@ -133,7 +133,9 @@ def test_file_scope_names():
     names, kernels = groups.file_scope_names(SNIPPET)
     assert names == ["pair_t", "tagged", "TABLE", "combine", "k_float", "k2_float"]
     assert kernels == ["k_float", "k2_float"]
-    assert groups.pragmas(SNIPPET) == ("#pragma OPENCL EXTENSION cl_khr_fp64 : enable",)
+    assert groups.pragmas(SNIPPET) == ()  # enabling fp64 changes no float code: it does not split a group
+    fp16 = "#pragma OPENCL EXTENSION cl_khr_fp16 : enable"
+    assert groups.pragmas(SNIPPET + fp16 + "\n") == (fp16,)
 
 
 def test_combine_renames_per_member():

@@ -93,8 +93,11 @@ def file_scope_names(source: str) -> tuple[list, list]:
 
 
 def pragmas(source: str) -> tuple:
-    """The pragma lines of ``source``, normalized: members are combined only with members having the same."""
-    return tuple(sorted({" ".join(p.split()) for p in _PRAGMA.findall(source)}))
+    """The pragma lines of ``source``, normalized: members are combined only with members having the same.
+    Enabling cl_khr_fp64 changes nothing for code that uses no double, so it does not split a group (the float
+    elementwise bundles enable it for pow's double-arithmetic kernel)."""
+    found = {" ".join(p.split()) for p in _PRAGMA.findall(source)}
+    return tuple(sorted(found - {"#pragma OPENCL EXTENSION cl_khr_fp64 : enable"}))
 
 
 def combine(sources: list) -> tuple[str, list]:
