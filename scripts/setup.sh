@@ -28,8 +28,9 @@ if [ "${1:-}" = test ]; then
 fi
 python -m pip install -q -e ".${extras:+[$extras]}"
 if [ "${1:-}" = test ]; then
-  # PyTorch CPU is only an optional oracle in tests; they skip cleanly without it
-  python -m pip install -q torch==2.13.0 2>/dev/null || echo "torch not installed: oracle tests will skip"
+  # PyTorch CPU (and expecttest, which its OpInfo database imports) is only an optional oracle in tests; they skip
+  # cleanly without it
+  python -m pip install -q torch==2.13.0 expecttest 2>/dev/null || echo "torch not installed: oracle tests will skip"
 fi
 # every device with its health verdict (the first time, clgrad's kernels run on each device in a child process;
 # the verdicts are cached, so later runs start at once)
