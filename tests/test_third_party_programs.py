@@ -63,6 +63,15 @@ def test_port_rewrites_only_imports():
                          "x = torch.torch_thing  # torch stays\n")
 
 
+def test_programs_share_only_torch_free_data_helpers():
+    """A program imported from another program would run PyTorch's unported code (and need torch installed)."""
+    for path in PROGRAMS.glob("*.py"):
+        for module in re.findall(r"^from tests\.programs\.(\w+) import", path.read_text(), re.M):
+            assert module.startswith("_"), f"{path.name} imports the program {module}"
+    for helper in PROGRAMS.glob("_*.py"):
+        assert not _IMPORT.search(helper.read_text()), f"{helper.name} imports torch"
+
+
 def _learned(losses: list[float]) -> bool:
     k = max(1, len(losses) // 3)
     return sum(losses[-k:]) / k < sum(losses[:k]) / k

@@ -6,7 +6,6 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 from tests.programs._lm_data import corpus
-from tests.programs.word_lm_lstm import batchify, get_batch
 
 
 class PositionalEncoding(nn.Module):
@@ -62,6 +61,20 @@ class TransformerModel(nn.Transformer):
         output = self.encoder(src, mask=self.src_mask)
         output = self.decoder(output)
         return F.log_softmax(output, dim=-1)
+
+
+def batchify(data, bsz, device):
+    nbatch = data.size(0) // bsz
+    data = data.narrow(0, 0, nbatch * bsz)
+    data = data.view(bsz, -1).t().contiguous()
+    return data.to(device)
+
+
+def get_batch(source, i, bptt=10):
+    seq_len = min(bptt, len(source) - 1 - i)
+    data = source[i:i + seq_len]
+    target = source[i + 1:i + 1 + seq_len].view(-1)
+    return data, target
 
 
 def main(steps=2):
