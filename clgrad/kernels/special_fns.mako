@@ -200,3 +200,11 @@ inline T spf_poly(T x, T nf, int kind) {
     }
     return q;
 }
+// polygamma(n >= 1) below 1 (registry/special.py's polygamma_c): zeta(s, x) = sum_{j<m} (x+j)^-s + zeta(s, x+m) with
+// m = ceil(1 - x), at most 65536 steps, so the Euler-Maclaurin tail starts at x + m >= 1 (then 10 more unrolled terms)
+inline T spf_zeta_steps(T x) { return x < (T)1 ? fmin(ceil((T)1 - x), (T)65536) : (T)0; }
+inline T spf_zeta_head(T s, T x) {
+    T acc = (T)0, m = spf_zeta_steps(x);
+    for (T j = (T)0; j < m; j += (T)1) acc += pow(x + j, -s);
+    return acc;
+}

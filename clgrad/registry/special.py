@@ -5,8 +5,9 @@ OpenCL C has ``lgamma`` but no digamma or polygamma, and a record is one C expre
 the series are written out here by Python and pasted in: the recurrence shifts the argument by a fixed ``N`` (the
 terms 1/(x+k) unrolled), then the asymptotic expansion with Bernoulli-number coefficients (Horner form) finishes.
 With N = 10 the truncation error is below 1e-15 relative for x > 0 (the next term of the series at x = 10).
-Negative arguments use the reflection formula for digamma; polygamma(n >= 1) sums the Hurwitz zeta series and is
-accurate to ~1e-12 for x > -2 (the shifted argument stays >= 8). ``standard_gamma_grad`` is PyTorch's
+Negative arguments use the reflection formula for digamma; polygamma(n >= 1) sums the Hurwitz zeta series; below 1 the
+terms (x+j)^-s up to x + m >= 1 are summed by a loop helper (``spf_zeta_head`` in kernels/special_fns.mako, at most
+65536 of them) before the unrolled shift, so it is accurate to ~1e-12 for negative x too. ``standard_gamma_grad`` is PyTorch's
 ``standard_gamma_grad_one`` (ATen/native/Distributions.h) branch for branch: the implicit reparameterization
 gradient d sample / d alpha of a Gamma(alpha, 1) sample.
 
@@ -74,7 +75,8 @@ def _zeta(s: str, q: str) -> str:
 
 def polygamma_c() -> str:
     """polygamma(n = b, x = a) = (-1)^(n+1) n! zeta(n + 1, x); n = 0 is digamma."""
-    zeta = f"(fmod(b, (T)2) == (T)0 ? (T)-1 : (T)1) * tgamma(b + (T)1) * {_zeta('(b + (T)1)', 'a')}"
+    tail = _zeta("(b + (T)1)", "(a + spf_zeta_steps(a))")  # shifted to >= 1 first: accurate below -2 too
+    zeta = f"(fmod(b, (T)2) == (T)0 ? (T)-1 : (T)1) * tgamma(b + (T)1) * (spf_zeta_head(b + (T)1, a) + {tail})"
     return f"(b == (T)0 ? {digamma_c('a')} : {zeta})"
 
 
@@ -165,13 +167,28 @@ def _np_zeta(s, q):
     return head + np.power(big_q, -s) * (big_q / (s - 1) + 0.5 + s / big_q * inner)
 
 
+def _np_zeta_steps(x):
+    with np.errstate(invalid="ignore"):
+        return np.where(x < 1, np.minimum(np.ceil(1 - x), 65536), 0)
+
+
+def _np_zeta_head(s, x):
+    """sum_{j<m} (x+j)^-s with spf_zeta_steps' m: the terms below 1 that Euler-Maclaurin can't take."""
+    m = _np_zeta_steps(x)
+    acc = np.zeros_like(x)
+    for j in range(int(m.max()) if m.size else 0):
+        acc = acc + np.where(j < m, np.power(x + j, -s), 0)
+    return acc
+
+
 def np_polygamma(a, n):
     n = float(n)
     if n == 0:
         return np_digamma(a)
     with np.errstate(all="ignore"):
         x = a.astype(np.float64)
-        out = (1.0 if n % 2 else -1.0) * math.gamma(n + 1) * _np_zeta(n + 1, x)
+        zeta = _np_zeta_head(n + 1, x) + _np_zeta(n + 1, x + _np_zeta_steps(x))
+        out = (1.0 if n % 2 else -1.0) * math.gamma(n + 1) * zeta
     return out.astype(a.dtype)
 
 
