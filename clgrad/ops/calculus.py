@@ -140,7 +140,7 @@ def gradient(input, *, spacing=1, dim=None, edge_order=1):
     dims, dim_given = _gradient_dims(input, dim)
     if edge_order not in (1, 2):
         raise RuntimeError("torch.gradient only supports edge_order=1 and edge_order=2.")
-    spacing = _spacings(input, spacing, dims, dim_given)
+    spacing = _spacings(input, 1 if spacing is None else spacing, dims, dim_given)  # None: PyTorch's default
     for d in dims:
         if input.shape[d] < edge_order + 1:
             raise RuntimeError("torch.gradient expected each dimension size to be at least edge_order+1")

@@ -137,3 +137,9 @@ def test_errors_match_torch(k):
         ERRORS[k](clgrad)
     expected = str(want.value).splitlines()[0]
     assert (type(got.value).__name__, str(got.value)) == (type(want.value).__name__, expected)
+
+
+def test_gradient_spacing_none_is_the_default():
+    x = clgrad.arange(5.0) ** 2
+    (g,) = clgrad.gradient(x, spacing=None, dim=None, edge_order=1)
+    np.testing.assert_allclose(g.numpy(), [1.0, 2.0, 4.0, 6.0, 7.0])
