@@ -109,7 +109,9 @@ class _FailingBuffer:
 
 
 def _fill_cache(device, cl_device):
-    """Leave a few freed buffers in the allocator's cache."""
+    """Leave a few freed buffers, and only those, in the allocator's cache (earlier tests in this worker may have
+    left a freed buffer big enough for the allocation under test)."""
+    clgrad.opencl.empty_cache()
     ts = [clgrad.empty(3000 + 700 * i, device=device) for i in range(3)]
     del ts
     gc.collect()
