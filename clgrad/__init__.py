@@ -91,6 +91,8 @@ from .random_extra import *  # noqa: F401,F403,E402
 _shape_extra.install(Tensor)
 _random_extra.install(Tensor)
 from . import special  # noqa: E402,F401 - torch.special's namespace
+from . import masked  # noqa: E402,F401 - torch.masked (mask= reductions)
+from .typeinfo import finfo, iinfo  # noqa: E402,F401
 
 
 globals().update(_FUNCS)

@@ -304,8 +304,8 @@ OPS: dict[str, EwOp] = {
                   grad=lambda g, a, b, out: (g * a / out, g * b / out)),
     "copysign": EwOp(2, "copysign(a, b)", np.copysign, kind="float", saves="both",
                      grad=lambda g, a, b, out: ((g * (out / a)).where(a != 0, 0.0), None)),
-    "logaddexp": EwOp(2, "fmax(a, b) + log1p(exp(-fabs(a - b)))",
-                      lambda a, b: np.fmax(a, b) + np.log1p(np.exp(-np.abs(a - b))), kind="float", allow="f",
+    "logaddexp": EwOp(2, "(isinf(a) && a == b) ? a : fmax(a, b) + log1p(exp(-fabs(a - b)))", F.np_logaddexp,
+                      kind="float", allow="f",
                       grad=_logaddexp, saves="both"),
     # comparisons
     "eq": EwOp(2, "a == b", np.equal, predicate=True),

@@ -264,6 +264,13 @@ LOGADDEXP2_C = ("((isinf(a) && a == b) ? a : fmax(a, b) + log1p(exp2(-fabs(a - b
                 "K(1.44269504088896340736))")
 
 
+def np_logaddexp(a, b):
+    """log(e^a + e^b); equal infinities give themselves (PyTorch's rule: -inf, -inf -> -inf, not NaN)."""
+    with np.errstate(all="ignore"):
+        out = np.fmax(a, b) + np.log1p(np.exp(-np.abs(a - b)))
+        return np.where(np.isinf(a) & (a == b), a, out).astype(np.result_type(a, b))
+
+
 def np_logaddexp2(a, b):
     with np.errstate(all="ignore"):
         out = np.fmax(a, b) + np.log1p(np.exp2(-np.abs(a - b))) * (1 / math.log(2))
