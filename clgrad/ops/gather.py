@@ -57,6 +57,10 @@ def _gather(x, dim: int, index):
 
 def gather(input, dim, index, *, sparse_grad=False):  # noqa: A002
     """Values of ``input`` along ``dim`` at ``index``: ``out[i][j] = input[i][index[i][j]]`` for dim=1."""
+    if is_tensor(index) and index.numel() == 0 and not index.is_floating_point():
+        # PyTorch checks neither the dtype (uint8 passes) nor the rank of an empty integer index
+        V.wrap_dim(dim, input.dim())
+        return input.reshape(-1)[:0].reshape(index.shape)
     _index_arg("gather", index, long_only=False)
     d = V.wrap_dim(dim, input.dim())
     if max(index.dim(), 1) != max(input.dim(), 1):

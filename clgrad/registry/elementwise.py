@@ -489,7 +489,8 @@ OPS: dict[str, EwOp] = {
     "heaviside": EwOp(2, "a == 0 ? b : (T)(a > 0)", F.np_heaviside, grad=NONDIFF, public="custom"),
     "logaddexp2": EwOp(2, F.LOGADDEXP2_C, F.np_logaddexp2, kind="float", allow="f", grad=F.logaddexp2_grad,
                        saves="both"),
-    "nextafter": EwOp(2, "nextafter(a, b)", np.nextafter, allow="f", grad=NONDIFF),
+    "nextafter": EwOp(2, "nextafter(a, b)", np.nextafter, allow="f", saves="none",
+                      grad=lambda g, a, b, out: (g, _zero(g))),  # PyTorch's rule (the b gradient: zeros)
     "gcd": EwOp(2, "a", F.np_gcd, c_int="int_gcd(a, b)", allow="ui"),  # c: never built (no float gcd)
     "lcm": EwOp(2, "a", F.np_lcm, c_int="int_lcm(a, b)", allow="ui"),
     "frexp_exponent": EwOp(1, F.FREXP_EXP_C, F.np_frexp_exponent, allow="f", grad=NONDIFF, public="internal"),

@@ -115,3 +115,31 @@ def test_pow_negative_scalar_exponent_raises(device):
         make(np.array([2], np.uint8), device).pow(-2)
     assert_close(x**-1.0, np.array([0.5, 1 / 3], np.float32))
     assert_close(2 ** make(np.array([-1, 2]), device), np.array([0, 4]))
+
+
+def test_logaddexp_of_equal_infinities(device):
+    """PyTorch returns the infinity itself (log(e^-inf + e^-inf) = -inf), not the NaN of inf - inf."""
+    inf = float("inf")
+    x = clgrad.tensor([-inf, inf, -inf, 1.0], device=device)
+    y = clgrad.tensor([-inf, inf, 0.0, 2.0], device=device)
+    got = to_numpy(clgrad.logaddexp(x, y))
+    np.testing.assert_allclose(got, np.logaddexp([-inf, inf, -inf, 1.0], [-inf, inf, 0.0, 2.0]), rtol=1e-6)
+
+
+def test_nextafter_gradient_is_pytorchs(device):
+    """d nextafter(a, b) / da = 1, / db = 0 (PyTorch's rule: zeros, not None)."""
+    a = clgrad.tensor([1.0, 2.0], device=device, requires_grad=True)
+    b = clgrad.tensor([3.0, 0.0], device=device, requires_grad=True)
+    clgrad.nextafter(a, b).sum().backward()
+    assert to_numpy(a.grad).tolist() == [1.0, 1.0] and to_numpy(b.grad).tolist() == [0.0, 0.0]
+
+
+def test_gather_with_empty_integer_index(device):
+    """An empty index of any integer dtype and rank gathers nothing, as in PyTorch (uint8 included)."""
+    x = clgrad.arange(5.0, device=device, requires_grad=True)
+    out = clgrad.gather(x, 0, clgrad.zeros(2, 0, dtype=clgrad.uint8, device=device))
+    assert tuple(out.shape) == (2, 0) and out.dtype is clgrad.float32
+    out.sum().backward()
+    assert to_numpy(x.grad).tolist() == [0.0] * 5
+    with pytest.raises(RuntimeError, match="int32/int64"):
+        clgrad.gather(x, 0, clgrad.zeros(2, dtype=clgrad.uint8, device=device))
