@@ -323,6 +323,58 @@ def linalg_cholesky(A, *, upper: bool = False, out=None) -> Tensor:
     return L if out is None else out.copy_(L)
 
 
+def _cho_solve(B, L, upper: bool):
+    """Untracked X = (L L^T)^-1 B (``upper``: (L^T L)^-1 B), reading only L's triangle."""
+    if upper:
+        return trsm(L, trsm(L.mT, B, upper=False), upper=True)
+    return trsm(L.mT, trsm(L, B, upper=False), upper=True)
+
+
+def _factor_grad(L, common, upper: bool):
+    """PyTorch's gradient w.r.t. a Cholesky factor from the symmetric term ``common`` (not projected on the
+    triangle: PyTorch returns the full matrix, and so does clgrad)."""
+    return -(L @ common) if upper else -(common @ L)
+
+
+class CholeskySolve(Function):
+    """X = A^-1 B given A's Cholesky factor; backward as PyTorch's cholesky_solve_backward."""
+
+    node_name = "CholeskySolveBackward0"
+
+    @staticmethod
+    def forward(ctx, B, L, upper):
+        X = _cho_solve(B, L, upper)
+        ctx.save_for_backward(L, X)
+        ctx.upper = upper
+        return X
+
+    @staticmethod
+    def backward(ctx, g):
+        L, X = ctx.saved_tensors
+        gB = cholesky_solve(g, L, ctx.upper)
+        common = gB @ X.mT
+        return gB, _factor_grad(L, common + common.mT, ctx.upper), None
+
+
+class CholeskyInverse(Function):
+    """(L L^T)^-1 (``upper``: (L^T L)^-1); backward as PyTorch's cholesky_inverse_backward."""
+
+    node_name = "CholeskyInverseBackward0"
+
+    @staticmethod
+    def forward(ctx, L, upper):
+        n = L.shape[-1]
+        X = _cho_solve(eye(n, dtype=L.dtype, device=L.device).expand(L.shape), L, upper)
+        ctx.save_for_backward(L, X)
+        ctx.upper = upper
+        return X
+
+    @staticmethod
+    def backward(ctx, g):
+        L, X = ctx.saved_tensors
+        return _factor_grad(L, X @ (g + g.mT) @ X, ctx.upper), None
+
+
 def cholesky(input, upper: bool = False, *, out=None) -> Tensor:
     """Legacy ``torch.cholesky(A, upper=False)``: ``linalg.cholesky``'s factor."""
     return linalg_cholesky(input, upper=upper, out=out)
@@ -333,17 +385,12 @@ def cholesky_solve(B, L, upper: bool = False, *, out=None) -> Tensor:
     check_matrix(B, "cholesky_solve", "B", square=False)
     check_matrix(L, "cholesky_solve")
     check_same(L, B, "cholesky_solve")
-    if upper:
-        X = solve_triangular(L, solve_triangular(L.mT, B, upper=False), upper=True)
-    else:
-        X = solve_triangular(L.mT, solve_triangular(L, B, upper=False), upper=True)
+    X = CholeskySolve.apply(B, L, upper)
     return X if out is None else out.copy_(X)
 
 
 def cholesky_inverse(L, upper: bool = False, *, out=None) -> Tensor:
     """``torch.cholesky_inverse(L)``: (L L^T)^-1 (``upper``: (L^T L)^-1) from a Cholesky factor L [..., n, n]."""
     check_matrix(L, "cholesky_inverse")
-    n = L.shape[-1]
-    inv = solve_triangular(L, eye(n, dtype=L.dtype, device=L.device).expand(L.shape), upper=upper)
-    X = inv @ inv.mT if upper else inv.mT @ inv
+    X = CholeskyInverse.apply(L, upper)
     return X if out is None else out.copy_(X)

@@ -187,6 +187,21 @@ def test_gradients_match_torch():
     np.testing.assert_allclose(ours.grad.numpy(), theirs.grad.numpy(), rtol=1e-8, atol=1e-10)
 
 
+
+@pytest.mark.parametrize("upper", [False, True])
+def test_cholesky_solve_and_inverse_gradients_match_torch(upper):
+    """Both read only the factor's triangle, but PyTorch's gradient w.r.t. the factor is its formula's full matrix
+    (not projected on the triangle): clgrad returns the same."""
+    torch = pytest.importorskip("torch")
+    f, b = _general(2, 4, 4), R.normal(size=(2, 4, 3))
+    ours = [clgrad.tensor(x, requires_grad=True) for x in (f, b)]
+    theirs = [torch.tensor(x, requires_grad=True) for x in (f, b)]
+    for m, (L, B) in ((clgrad, ours), (torch, theirs)):
+        (m.cholesky_solve(B, L, upper).sin().sum() + m.cholesky_inverse(L, upper).cos().sum()).backward()
+    for o, t in zip(ours, theirs):
+        np.testing.assert_allclose(o.grad.numpy(), t.grad.numpy(), rtol=1e-8, atol=1e-10)
+    assert clgrad.cholesky_inverse(ours[0]).grad_fn.name() == "CholeskyInverseBackward0"
+
 SINGULAR = np.array([[1.0, 2.0, 3.0], [2.0, 4.0, 6.0], [1.0, 0.0, 1.0]])
 NOT_PD = np.array([[1.0, 2.0], [2.0, 1.0]])
 ERRORS = [
