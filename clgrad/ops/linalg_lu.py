@@ -155,14 +155,36 @@ class LUFactorFn(Function):
     @staticmethod
     def backward(ctx, gLU, _gp=None, _gi=None):
         LU, perm = ctx.saved_tensors
-        if LU.shape[-1] != LU.shape[-2]:
-            raise NotImplementedError("linalg.lu_factor: clgrad differentiates the LU of square matrices only")
-        L = LU.tril(-1) + eye(LU.shape[-1], dtype=LU.dtype, device=LU.device)
-        U = LU.triu()
-        phi = (L.mT @ gLU.tril(-1)).tril(-1) + (gLU.triu() @ U.mT).triu()
-        X = solve_triangular(L.mT, phi, upper=True, unitriangular=True)  # L^-H phi
-        X = solve_triangular(U.mT, X, upper=False, left=False)  # ... U^-H
+        m, n = LU.shape[-2:]
+        k = min(m, n)
+        L = LU[..., :, :k].tril(-1) + eye(m, k, dtype=LU.dtype, device=LU.device)
+        U = LU[..., :k, :].triu()
+        gL, gU = gLU[..., :, :k].tril(-1), gLU[..., :k, :].triu()
+        if m == n:
+            phi = (L.mT @ gL).tril(-1) + (gU @ U.mT).triu()
+            X = solve_triangular(L.mT, phi, upper=True, unitriangular=True)  # L^-H phi
+            X = solve_triangular(U.mT, X, upper=False, left=False)  # ... U^-H
+        elif m < n:
+            X = _lu_backward_wide(gL, gU, L, U, k)
+        else:
+            X = _lu_backward_tall(gL, gU, L, U, k)
         return _permute_rows(X, _inverse_perm(perm))
+
+
+def _lu_backward_wide(gL, gU, L, U, k):
+    """PyTorch's linalg_lu_backward for m < n: A1 = L^-H [gU1 + (L^H gL o 1_L - gU U^H o 1_U) U1^-H],
+    A2 = L^-H gU2 (before the row permutation)."""
+    X = solve_triangular(U[..., :k].mT, (L.mT @ gL - gU @ U.mT).tril(-1), upper=False, left=False)
+    X = cat([X + gU[..., :k].triu(), gU[..., k:]], -1)
+    return solve_triangular(L.mT, X, upper=True, unitriangular=True)
+
+
+def _lu_backward_tall(gL, gU, L, U, k):
+    """PyTorch's linalg_lu_backward for m > n: A1 = [gL1 + L1^-H (gU U^H o 1_U - L^H gL o 1_L)] U^-H,
+    A2 = gL2 U^-H (before the row permutation)."""
+    X = solve_triangular(L[..., :k, :].mT, (gU @ U.mT - L.mT @ gL).triu(), upper=True, unitriangular=True)
+    X = cat([X + gL[..., :k, :].tril(-1), gL[..., k:, :]], -2)
+    return solve_triangular(U.mT, X, upper=False, left=False)
 
 
 def lu_factor_ex(A, *, pivot: bool = True, check_errors: bool = False, out=None):
