@@ -7,6 +7,9 @@ only; ``graph.rebase_view`` and ``graph.refresh_view`` wire them in.
 """
 from __future__ import annotations
 
+import numpy as np
+
+from ..dtypes import int64
 from ..tensor import contiguous_format
 from .nodes import BackwardCFunction
 
@@ -61,5 +64,27 @@ class AsStridedBackward0(BackwardCFunction):
             grad = grad.sum(dim=dims, keepdim=True)
             shape = tuple(1 if i in dims else n for i, n in enumerate(shape))
         root = grad.new_zeros([g["base_shape"][d] for d in g["order"]], dtype=g["dtype"], device=g["device"])
-        root.as_strided(shape, strides, g["offset"]).copy_(grad)
+        if _overlaps(shape, strides):  # several view elements share a memory element: their gradients add up
+            root.reshape(-1).index_add_(0, _flat_index(grad, shape, strides, g["offset"]), grad.reshape(-1))
+        else:
+            root.as_strided(shape, strides, g["offset"]).copy_(grad)
         return root.permute(*g["inverse"]), None
+
+
+def _overlaps(shape, strides) -> bool:
+    """Whether two elements of the view (shape, strides) are the same memory element."""
+    reach = 1  # elements spanned by the dims seen so far, innermost first
+    for s, n in sorted((s, n) for n, s in zip(shape, strides) if n > 1):
+        if s < reach:
+            return True
+        reach = s * (n - 1) + reach
+    return False
+
+
+def _flat_index(like, shape, strides, offset):
+    """int64 [numel]: the memory element each element of the view (shape, strides, offset) reads, in order
+    (built on the host: only views that overlap themselves, which are rare, come here)."""
+    index = np.full((), offset, np.int64)
+    for d, (n, s) in enumerate(zip(shape, strides)):
+        index = index + (np.arange(n, dtype=np.int64) * s).reshape((n,) + (1,) * (len(shape) - d - 1))
+    return like.new_tensor(np.broadcast_to(index, shape).reshape(-1), dtype=int64)

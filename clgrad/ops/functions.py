@@ -4,6 +4,9 @@ differs only in ``node_name``. (The elementwise Functions are generated from the
 """
 from __future__ import annotations
 
+import numpy as np
+
+from .. import dtypes as D
 from ..autograd.function import Function, variant
 from . import shape as S
 from . import views as V
@@ -123,6 +126,44 @@ class Expand(Function):
     @staticmethod
     def backward(ctx, grad):
         return grad, None
+
+
+def _memory_index(shape, strides, offset):
+    """int64 numpy [numel]: the memory element of each element of (shape, strides, offset), in order."""
+    index = np.full((), offset, np.int64)
+    for d, (n, st) in enumerate(zip(shape, strides)):
+        index = index + (np.arange(n, dtype=np.int64) * st).reshape((n,) + (1,) * (len(shape) - d - 1))
+    return np.broadcast_to(index, tuple(shape)).reshape(-1)
+
+
+class AsStrided(_NamedView):
+    """``as_strided``: the gradient goes to memory elements and back to the input's elements, as PyTorch's
+    as_strided_backward: view elements sharing a memory element add up, an input whose elements share memory splits
+    it evenly, and memory the input does not cover (a view reaching past it) is dropped. The element maps are built
+    on the host (as_strided is rare; its views are small)."""
+
+    node_name = "AsStridedBackward0"
+    is_view = True
+
+    @staticmethod
+    def forward(ctx, x, fn, args):
+        out = fn(x, *args)
+        ctx.geometry = ((x._shape, x._strides, x._offset), (out._shape, out._strides, out._offset))
+        return out
+
+    @staticmethod
+    def backward(ctx, grad):
+        (xs, xst, xo), view = ctx.geometry
+        ix, iv = _memory_index(xs, xst, xo), _memory_index(*view)
+        lo = int(min(ix.min(initial=0), iv.min(initial=0)))
+        size = int(max(ix.max(initial=0), iv.max(initial=0))) - lo + 1
+        memory = grad.new_zeros(size)
+        memory.index_add_(0, grad.new_tensor(iv - lo, dtype=D.int64), grad.reshape(-1))
+        gx = memory[grad.new_tensor(ix - lo, dtype=D.int64)]
+        counts = np.bincount(ix - lo, minlength=size)[ix - lo] if ix.size else ix
+        if (counts > 1).any():
+            gx = gx / grad.new_tensor(counts.astype(np.float64), dtype=grad.dtype)
+        return gx.reshape(xs), None, None
 
 
 class Slice(_NamedView):

@@ -212,8 +212,9 @@ def install(T) -> None:
     for name, fn in [("view", S.view), ("reshape", S.reshape), ("squeeze", S.squeeze), ("unsqueeze", S.unsqueeze)]:
         setattr(T, name, _tracked(fn, F.View))
     T.flatten = _flatten
-    for name, fn in [("narrow", S.narrow), ("select", S.select), ("as_strided", S.as_strided)]:
+    for name, fn in [("narrow", S.narrow), ("select", S.select)]:
         setattr(T, name, _tracked(fn, F.Slice))
+    T.as_strided = _tracked(S.as_strided, F.AsStrided)
     T.__getitem__ = _getitem
     T.flip = _flip  # x.flip(dims=(0,)) too
     T.permute = _permute
