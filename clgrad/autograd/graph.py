@@ -53,10 +53,13 @@ def connect(ctx, args, outputs, is_view: bool = False):
         elif any(out is a for a in args):
             out = out._view(out._shape, out._strides)  # an input returned as-is becomes a new alias
         od = out.__dict__
+        old_fn, old_nr = od.get("_grad_fn"), out._output_nr
         if id(out) in non_diff or not out.dtype.is_floating_point:
             od["_grad_fn"], out._requires_grad = None, False
         else:
             od["_grad_fn"], out._output_nr = ctx, i
+            if od.get("_retains_grad") and old_fn is not None:
+                _move_retain(out, old_fn, old_nr)
             if is_view or "_view_version" in od:  # the node is right for the memory as it is now
                 od["_view_version"] = out._storage.version
         result.append(out)
@@ -67,6 +70,16 @@ def connect(ctx, args, outputs, is_view: bool = False):
         if out.__dict__.get("_grad_fn") is ctx:
             rebase_view(out._base, out, out)
     return result[0] if single else tuple(result)
+
+
+def _move_retain(t, old_fn, old_nr) -> None:
+    """``retain_grad()`` follows the tensor to the node an in-place write gave it: ``.grad`` is then the gradient of
+    the tensor as it is now (PyTorch's rule), and the old node no longer writes the pre-write gradient over it."""
+    retains = old_fn.__dict__.get("_retains", {})
+    ref = retains.get(old_nr)
+    if ref is not None and ref() is t:
+        del retains[old_nr]
+    t.grad_fn.__dict__.setdefault("_retains", {})[t._output_nr] = weakref.ref(t)
 
 
 def _mark_dirty(out) -> None:
@@ -120,7 +133,10 @@ def inplace(target, compute):
     if base is not None and (result.requires_grad or base.requires_grad):
         rebase_view(base, target, result)
     elif result.requires_grad:
+        old_fn, old_nr = target.__dict__.get("_grad_fn"), target._output_nr
         target.grad_fn, target._output_nr = result.grad_fn, result._output_nr
+        if target.__dict__.get("_retains_grad") and old_fn is not None:
+            _move_retain(target, old_fn, old_nr)
     return target
 
 
@@ -138,7 +154,10 @@ def rebase_view(base, view, value) -> None:
     if ANOMALY["enabled"]:
         ctx._forward_trace = "".join(traceback.format_stack()[:-1])
     out = connect(ctx, (base, value, None), base._view(base._shape, base._strides))
+    old_fn, old_nr = base.__dict__.get("_grad_fn"), base._output_nr
     base.grad_fn, base._output_nr = out.grad_fn, 0
+    if base.__dict__.get("_retains_grad") and old_fn is not None:
+        _move_retain(base, old_fn, old_nr)
     view.__dict__["_view_version"] = -1
 
 

@@ -49,7 +49,8 @@ def _getitem_name(index) -> str:
         if item is None:
             return "UnsqueezeBackward0"
         return "SliceBackward0" if isinstance(item, slice) else "SelectBackward0"
-    return "SliceBackward0"
+    # only whole-dim slices and ellipses: PyTorch slices for a bare ``x[:]``, and aliases for a tuple or ``x[...]``
+    return "SliceBackward0" if isinstance(index, slice) else "AliasBackward0"
 
 
 def _view_name(x, fn, args):

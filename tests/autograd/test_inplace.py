@@ -197,3 +197,30 @@ def test_masked_fill_(device):
         return a.grad, b.grad, c
 
     compare(fn, device, A, R)
+
+
+def test_retain_grad_follows_in_place_writes(device):
+    """After ``a.retain_grad(); a.mul_(2)`` PyTorch's ``a.grad`` is the gradient of ``a`` as it is after the write
+    (the old node must not overwrite it with the pre-write gradient), directly and through a view."""
+    w = clgrad.tensor([1.0, 2.0, 3.0], device=device)
+    leaf = clgrad.ones(3, device=device, requires_grad=True)
+    a = leaf * 1
+    a.retain_grad()
+    a.mul_(2)
+    (a * w).sum().backward()
+    assert a.grad.cpu().numpy().tolist() == [1.0, 2.0, 3.0]
+    assert leaf.grad.cpu().numpy().tolist() == [2.0, 4.0, 6.0]
+    leaf = clgrad.ones(2, 3, device=device, requires_grad=True)
+    b = leaf * 1
+    b.retain_grad()
+    b[0].mul_(5)
+    (b * w).sum().backward()
+    assert b.grad.cpu().numpy().tolist() == [[1.0, 2.0, 3.0]] * 2
+    assert leaf.grad.cpu().numpy().tolist() == [[5.0, 10.0, 15.0], [1.0, 2.0, 3.0]]
+
+
+def test_whole_tensor_index_is_an_alias():
+    y = clgrad.ones(3, 4, requires_grad=True) * 2
+    for index in ((...,), (slice(None),), (..., slice(None)), ()):
+        assert y[index].grad_fn.name() == "AliasBackward0"
+    assert y[1:].grad_fn.name() == y[:].grad_fn.name() == "SliceBackward0"
