@@ -93,6 +93,25 @@ _random_extra.install(Tensor)
 from . import special  # noqa: E402,F401 - torch.special's namespace
 from . import masked  # noqa: E402,F401 - torch.masked (mask= reductions)
 from .typeinfo import finfo, iinfo  # noqa: E402,F401
+from . import amp  # noqa: E402,F401 - torch.amp: autocast regions and GradScaler
+from .amp.autocast_mode import (  # noqa: E402,F401
+    autocast, clear_autocast_cache, get_autocast_dtype, is_autocast_cache_enabled, is_autocast_enabled,
+    set_autocast_cache_enabled, set_autocast_dtype, set_autocast_enabled,
+)
+
+
+def is_autocast_cpu_enabled() -> bool:
+    return is_autocast_enabled("cpu")
+
+
+def get_autocast_cpu_dtype():
+    return get_autocast_dtype("cpu")
+
+
+def get_autocast_gpu_dtype():
+    return get_autocast_dtype("cuda")
+
+
 
 
 globals().update(_FUNCS)

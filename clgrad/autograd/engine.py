@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import warnings
 
+from .._amp_state import suspended
 from ..tensor import Tensor, is_tensor
 from .grad_mode import set_enabled
 from .graph import gradient_edge
@@ -155,6 +156,8 @@ def run_backward(tensors, grad_tensors, retain_graph, create_graph, inputs=None,
     global _callbacks
     outer_callbacks, _callbacks = _callbacks, []
     prev = set_enabled(create_graph)
+    no_autocast = suspended()  # backward ops run in the forward's dtypes, never autocast (as PyTorch's)
+    no_autocast.__enter__()
     try:
         while ready:
             node = ready.pop()
@@ -180,6 +183,7 @@ def run_backward(tensors, grad_tensors, retain_graph, create_graph, inputs=None,
         while callbacks:  # in queue order; a callback may queue more
             callbacks.pop(0)()
     finally:
+        no_autocast.__exit__()
         set_enabled(prev)
         _callbacks = outer_callbacks
     return captured

@@ -15,6 +15,7 @@ from numbers import Integral
 
 from .. import backends
 from .. import dtypes as D
+from ..amp.policy import autocast_lower
 from ..autograd.function import Function
 from ..autograd.graph import needs_graph
 from ..backends.cpu_conv import Window
@@ -374,11 +375,13 @@ def _string_padding(padding: str, weight, stride, dilation, k):
     return before, tuple(max(t - t // 2, t // 2) for t in total)  # the larger side, for the kernel-size check
 
 
+@autocast_lower
 def conv1d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
     """1-D convolution of [N, C, L] (or unbatched [C, L]) with weight [Co, C/groups, k]: ``F.conv1d(x, w)``."""
     return _conv_nd("conv1d", 1, input, weight, bias, stride, padding, dilation, groups)
 
 
+@autocast_lower
 def conv2d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
     """2-D convolution of [N, C, H, W] (or unbatched [C, H, W]) with weight [Co, C/groups, kh, kw].
 
@@ -412,12 +415,14 @@ def _conv_transpose_nd(op, dims, input, weight, bias, stride, padding, output_pa
     return y if batched else y.squeeze(0)
 
 
+@autocast_lower
 def conv_transpose1d(input, weight, bias=None, stride=1, padding=0, output_padding=0, groups=1, dilation=1):
     """1-D transposed convolution; weight is [C, Co/groups, k]."""
     return _conv_transpose_nd("conv_transpose1d", 1, input, weight, bias, stride, padding, output_padding, groups,
                               dilation)
 
 
+@autocast_lower
 def conv_transpose2d(input, weight, bias=None, stride=1, padding=0, output_padding=0, groups=1, dilation=1):
     """2-D transposed convolution (the input gradient of conv2d); weight is [C, Co/groups, kh, kw]."""
     return _conv_transpose_nd("conv_transpose2d", 2, input, weight, bias, stride, padding, output_padding, groups,

@@ -12,6 +12,7 @@ import numpy as np
 
 from .. import backends
 from .. import dtypes as D
+from ..amp.policy import autocast_lower
 from ..autograd.function import Function, variant
 from ..autograd.graph import needs_graph
 from ..tensor import Tensor, is_tensor
@@ -64,6 +65,7 @@ def _mm_fast(a, b):
     return out
 
 
+@autocast_lower
 def mm(input, mat2):
     """Matrix product of two 2-D tensors: ``clgrad.mm(a, b)`` for a [n, m] and b [m, p] gives [n, p]."""
     out = _mm_fast(input, mat2)
@@ -93,6 +95,7 @@ def _mm(input, mat2):
     return S.squeeze(out, 0)
 
 
+@autocast_lower
 def bmm(input, mat2):
     """Batched matrix product of 3-D tensors with equal batch: [b, n, m] @ [b, m, p] gives [b, n, p]."""
     _check_tensors("bmm", input=input, mat2=mat2)
@@ -217,6 +220,7 @@ def _batched(t1, t2):
     return S.view(out, batch + ((n,) if d1 > 1 else ()) + ((p,) if d2 > 1 else ()))
 
 
+@autocast_lower
 def matmul(input, other):
     """Matrix product with PyTorch's rules for 1-D (dot / vector), 2-D and batched N-D operands.
 
@@ -337,6 +341,7 @@ def _linear(x, weight, bias):
     return out if bias is None else P.apply("add", out, bias, out=out)
 
 
+@autocast_lower
 def linear(input, weight, bias=None):
     """``input @ weight.T + bias``: ``F.linear(x, w, b)`` for x [*, in], w [out, in], b [out]."""
     if needs_graph(input, weight, bias):

@@ -9,6 +9,7 @@ import warnings
 import numpy as np
 
 from .. import dtypes as D
+from ..amp.policy import autocast_float32
 from ..autograd.function import Function
 from ..autograd.graph import needs_graph
 from . import math as M
@@ -163,6 +164,7 @@ class CrossEntropy(Function):
         return _nll_grad(grad, x, target, wt, lse, total, x.shape, ctx.ignore_index), None, None, None, None
 
 
+@autocast_float32
 def nll_loss(input, target, weight=None, size_average=None, ignore_index=-100, reduce=None, reduction="mean"):
     """Negative log-likelihood of class indices; ``mean`` divides by the summed weights of the targets.
 
@@ -178,6 +180,7 @@ def nll_loss(input, target, weight=None, size_average=None, ignore_index=-100, r
     return NllLoss.forward(N._Scratch(), input, target, weight, reduction, ignore_index)
 
 
+@autocast_float32
 def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-100, reduce=None, reduction="mean",
                   label_smoothing=0.0):
     """``nll_loss(N.log_softmax(input, 1), target)`` for class indices, or ``-sum(target * N.log_softmax)`` for class
@@ -264,6 +267,7 @@ class MseLoss(Function):
         return gx, -gx if ctx.needs_input_grad[1] else None, None
 
 
+@autocast_float32
 def mse_loss(input, target, size_average=None, reduce=None, reduction="mean", weight=None):
     """Mean squared error ``(input - target) ** 2``, reduced: ``F.mse_loss(pred, y)``."""
     _check_same_size(input, target, "mse_loss")
@@ -278,6 +282,7 @@ def mse_loss(input, target, size_average=None, reduce=None, reduction="mean", we
     return MseLoss.forward(N._Scratch(), input, target, reduction)
 
 
+@autocast_float32
 def l1_loss(input, target, size_average=None, reduce=None, reduction="mean", weight=None):
     """Mean absolute error ``|input - target|``, reduced: ``F.l1_loss(pred, y)``."""
     _check_same_size(input, target, "l1_loss")
@@ -323,6 +328,7 @@ def binary_cross_entropy(input, target, weight=None, size_average=None, reduce=N
     return BinaryCrossEntropy.forward(N._Scratch(), input, target, weight, reduction)
 
 
+@autocast_float32
 def binary_cross_entropy_with_logits(input, target, weight=None, size_average=None, reduce=None, reduction="mean",
                                      pos_weight=None):
     """Binary cross entropy of ``sigmoid(input)``, computed stably from the logits; ``pos_weight`` weighs the
@@ -340,6 +346,7 @@ def binary_cross_entropy_with_logits(input, target, weight=None, size_average=No
 # Losses without a kernel of their own, composed from differentiable ops (so autograd gives their gradients).
 
 
+@autocast_float32
 def smooth_l1_loss(input, target, size_average=None, reduce=None, reduction="mean", beta=1.0):
     """Squared error below ``beta``, absolute error above it (scaled to meet smoothly)."""
     reduction = _reduction(size_average, reduce, reduction)
@@ -351,6 +358,7 @@ def smooth_l1_loss(input, target, size_average=None, reduce=None, reduction="mea
     return _reduce(loss, reduction)
 
 
+@autocast_float32
 def huber_loss(input, target, reduction="mean", delta=1.0, weight=None):
     """Squared error below ``delta``, ``delta`` times the absolute error above it."""
     _check_reduction(reduction)
@@ -364,6 +372,7 @@ def huber_loss(input, target, reduction="mean", delta=1.0, weight=None):
     return _reduce(loss, reduction)
 
 
+@autocast_float32
 def kl_div(input, target, size_average=None, reduce=None, reduction="mean", log_target=False):
     """KL(target || exp(input)) summed pointwise: ``target * (log(target) - input)``, 0 where target is 0."""
     if size_average is not None or reduce is not None:

@@ -15,6 +15,7 @@ import numpy as np
 
 from .. import backends
 from .. import dtypes as D
+from ..amp.policy import autocast_float32_gpu
 from ..autograd.function import Function
 from ..autograd.grad_mode import no_grad
 from ..autograd.graph import needs_graph
@@ -102,6 +103,7 @@ class LogSoftmax(Softmax):
     mode = "log_softmax"
 
 
+@autocast_float32_gpu
 def softmax(input, dim=None, _stacklevel=3, dtype=None):
     """``exp(x) / sum(exp(x))`` along ``dim``, numerically stable; ``dtype`` casts first.
 
@@ -113,6 +115,7 @@ def softmax(input, dim=None, _stacklevel=3, dtype=None):
     return _softmax_out("softmax", input, dim, dtype)
 
 
+@autocast_float32_gpu
 def log_softmax(input, dim=None, _stacklevel=3, dtype=None):
     """``x - log(sum(exp(x)))`` along ``dim``, numerically stable: ``F.log_softmax(logits, dim=1)``."""
     dim, dtype = _softmax_args("log_softmax", input, dim, _stacklevel, dtype)

@@ -10,6 +10,7 @@ import math
 from dataclasses import dataclass
 
 from .. import dtypes as D
+from ..amp.policy import autocast_float32_gpu
 from ..autograd.function import Function
 from ..autograd.grad_mode import no_grad
 from ..autograd.graph import needs_graph
@@ -208,6 +209,7 @@ def _update_running(running_mean, running_var, mean, var, n: int, momentum: floa
             P.apply("add", running_var, unbiased.to(running_var.dtype), out=running_var)
 
 
+@autocast_float32_gpu
 def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5, cudnn_enable=True):
     """Normalize over the trailing ``normalized_shape`` dims, then ``* weight + bias`` (each of that shape)."""
     ns = (normalized_shape,) if isinstance(normalized_shape, int) else tuple(normalized_shape)
@@ -226,6 +228,7 @@ def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5, cudnn_
     return _normalized(NativeLayerNorm, input, weight, bias, spec, *_stats(input, spec))
 
 
+@autocast_float32_gpu
 def group_norm(input, num_groups, weight=None, bias=None, eps=1e-5, cudnn_enabled=True):
     """Normalize each of ``num_groups`` groups of channels per sample, then per-channel ``* weight + bias``."""
     nd = input.dim()

@@ -14,6 +14,7 @@ import math
 import warnings
 
 from .. import dtypes as D
+from ..amp.policy import autocast_lower, autocast_lower_gpu
 from ..autograd.graph import inplace, needs_graph
 from ..tensor import is_tensor
 from . import creation, joins, linalg, linalg_lu, rearrange, scans
@@ -84,6 +85,7 @@ def _into(out, result, op: str):
     return out.copy_(result)
 
 
+@autocast_lower
 def addmm(input, mat1, mat2, *, beta=1, alpha=1, out=None):
     """``beta * input + alpha * (mat1 @ mat2)``, input broadcast to [n, p]: ``clgrad.addmm(b, x, w)``."""
     linalg._check_tensors("addmm", input=input, mat1=mat1, mat2=mat2)
@@ -101,6 +103,7 @@ def addmm(input, mat1, mat2, *, beta=1, alpha=1, out=None):
     return _into(out, _combine(input, linalg.mm(mat1, mat2), beta, alpha), "addmm")
 
 
+@autocast_lower
 def addbmm(input, batch1, batch2, *, beta=1, alpha=1, out=None):
     """``beta * input + alpha * sum_b(batch1[b] @ batch2[b])``, as one [n, b*m] @ [b*m, p] product."""
     linalg._check_tensors("addbmm", input=input, batch1=batch1, batch2=batch2)
@@ -119,6 +122,7 @@ def addbmm(input, batch1, batch2, *, beta=1, alpha=1, out=None):
     return _into(out, _combine(input, product, beta, alpha), "addbmm")
 
 
+@autocast_lower
 def baddbmm(input, batch1, batch2, *, beta=1, alpha=1, out=None):
     """``beta * input + alpha * bmm(batch1, batch2)``, input broadcast to [b, n, p]."""
     linalg._check_tensors("baddbmm", input=input, batch1=batch1, batch2=batch2)
@@ -127,6 +131,7 @@ def baddbmm(input, batch1, batch2, *, beta=1, alpha=1, out=None):
     return _into(out, _combine(input, linalg.bmm(batch1, batch2), beta, alpha), "baddbmm")
 
 
+@autocast_lower_gpu
 def addmv(input, mat, vec, *, beta=1, alpha=1, out=None):
     """``beta * input + alpha * (mat @ vec)``: ``clgrad.addmv(b, A, x)``."""
     linalg._check_tensors("addmv", input=input, mat=mat, vec=vec)
@@ -141,6 +146,7 @@ def addmv(input, mat, vec, *, beta=1, alpha=1, out=None):
     return _into(out, _combine(input, linalg.mv(mat, vec), beta, alpha), "addmv")
 
 
+@autocast_lower_gpu
 def addr(input, vec1, vec2, *, beta=1, alpha=1, out=None):
     """``beta * input + alpha * outer(vec1, vec2)``, with type promotion: ``clgrad.addr(A, u, v)``."""
     linalg._check_tensors("addr", input=input, vec1=vec1, vec2=vec2)

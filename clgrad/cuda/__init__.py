@@ -6,6 +6,8 @@ memory) and seeding is ignored, while what needs a CUDA device raises an Asserti
 """
 from __future__ import annotations
 
+from . import amp  # noqa: F401,E402 - torch.cuda.amp (deprecated names, disabled as in a CPU-only PyTorch)
+
 _NO_CUDA = ("clgrad has no CUDA backend (torch.cuda): use device='opencl' "
             "(clgrad.accelerator.current_accelerator()) or 'cpu'")
 
