@@ -26,6 +26,7 @@ from .backends.opencl import capture, pending, programs, runtime
 from .backends.opencl.allocator import GraphPool
 from .backends.opencl.capture import NotCapturable
 from .device import current_index
+from .device import device as _device
 
 __all__ = ["CLGraph", "CUDAGraph", "graph", "graph_pool_handle", "is_current_stream_capturing", "NotCapturable"]
 
@@ -61,15 +62,17 @@ class CLGraph:
         self._dev = None
         self._rng = None
 
-    def capture_begin(self, pool=None, capture_error_mode: str = "global") -> None:
-        """Start recording the current OpenCL device's launches (nothing runs until ``replay``)."""
+    def capture_begin(self, pool=None, capture_error_mode: str = "global", device=None) -> None:
+        """Start recording the launches of ``device`` (clgrad's addition; default: the current OpenCL device, as
+        torch captures the current stream). Nothing runs until ``replay``."""
         if capture.active is not None:
             raise RuntimeError("Cannot begin a graph capture while another capture is open on this process")
         if self._rec is not None:
             raise RuntimeError("This CLGraph already holds a capture: call reset() before capturing again")
         if programs._recorder is not None:
             raise RuntimeError("Cannot capture a graph while clgrad.profiler is recording")
-        dev = runtime.get(current_index())
+        index = None if device is None else _device(device).index
+        dev = runtime.get(current_index() if index is None else index)
         self._dev, self._pool = dev, pool if pool is not None else GraphPool()
         self._pool.users += 1
         self._rng = (_random.default_generator._seed, _random.default_generator._offset)
@@ -143,13 +146,13 @@ CUDAGraph = CLGraph
 
 class graph:
     """``with clgrad.opencl.graph(g):`` captures the block into ``g`` (``torch.cuda.graph``; ``stream`` is accepted
-    and ignored: a device has one queue)."""
+    and ignored: a device has one queue; ``device`` picks the device to capture, default the current one)."""
 
-    def __init__(self, cuda_graph: CLGraph, pool=None, stream=None, capture_error_mode: str = "global"):
-        self.graph, self.pool, self.mode = cuda_graph, pool, capture_error_mode
+    def __init__(self, cuda_graph: CLGraph, pool=None, stream=None, capture_error_mode: str = "global", device=None):
+        self.graph, self.pool, self.mode, self.device = cuda_graph, pool, capture_error_mode, device
 
     def __enter__(self):
-        self.graph.capture_begin(pool=self.pool, capture_error_mode=self.mode)
+        self.graph.capture_begin(pool=self.pool, capture_error_mode=self.mode, device=self.device)
         return self.graph
 
     def __exit__(self, exc_type, exc, tb):

@@ -9,9 +9,9 @@ from . import random as _random
 from .backends.opencl import health, runtime
 from .backends.opencl.pending import check_pending
 from .backends.opencl.runtime import DeviceProperties
-from .graphs import CLGraph, CUDAGraph, NotCapturable, graph, graph_pool_handle, is_current_stream_capturing  # noqa: F401
 from .device import current_index, set_current_index
 from .device import device as _device
+from .graphs import CLGraph, CUDAGraph, NotCapturable, graph, graph_pool_handle, is_current_stream_capturing  # noqa: F401
 
 
 def is_available() -> bool:
