@@ -48,9 +48,8 @@ class CapturedStep:
                 return self.fn(*args, **kwargs)
             entry = self._capture(key, args, kwargs)
         if entry is _EAGER:
-            if self.fullgraph:
-                raise NotCapturable("compile(mode='reduce-overhead', fullgraph=True): the step cannot be captured "
-                                    "(its tensor arguments are not all on one OpenCL device)")
+            if key is None:
+                self._fallback("its tensor arguments are not all on one OpenCL device (or an argument is unhashable)")
             return self.fn(*args, **kwargs)
         g, statics, out = entry
         for s, a in zip(statics, _tensors(args, kwargs)):
@@ -71,18 +70,23 @@ class CapturedStep:
             with graph(g, device=device):
                 out = self.fn(*s_args, **s_kwargs)
         except NotCapturable as exc:
-            if self.fullgraph:
-                raise
-            if not self.warned:
-                self.warned = True
-                warnings.warn(f"compile(mode='reduce-overhead'): {getattr(self.fn, '__name__', 'the function')} "
-                              f"runs eagerly: {exc}", stacklevel=4)
+            self._fallback(str(exc))
             self.entries[key] = _EAGER
             return _EAGER
         if len(self.entries) >= MAX_GRAPHS:
             self.entries.clear()
         entry = self.entries[key] = (g, statics, out)
         return entry
+
+
+    def _fallback(self, why: str) -> None:
+        """Eager from now on (for this signature): warn once per function; ``fullgraph=True`` raises."""
+        if self.fullgraph:
+            raise NotCapturable(f"compile(mode='reduce-overhead', fullgraph=True): the step cannot be captured: {why}")
+        if not self.warned:
+            self.warned = True
+            warnings.warn(f"compile(mode='reduce-overhead'): {getattr(self.fn, '__name__', 'the function')} runs "
+                          f"eagerly: {why}", stacklevel=4)
 
 
 class CapturedModule(Module):

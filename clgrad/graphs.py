@@ -71,6 +71,9 @@ class CLGraph:
             raise RuntimeError("This CLGraph already holds a capture: call reset() before capturing again")
         if programs._recorder is not None:
             raise RuntimeError("Cannot capture a graph while clgrad.profiler is recording")
+        if device is not None and _device(device).type != "opencl":
+            raise RuntimeError(f"CLGraph captures the launches of an OpenCL device, not {device}: ops on the cpu run "
+                               "eagerly and cannot be replayed (torch.cuda.graph likewise needs a CUDA device)")
         index = None if device is None else _device(device).index
         dev = runtime.get(current_index() if index is None else index)
         self._dev, self._pool = dev, pool if pool is not None else GraphPool()

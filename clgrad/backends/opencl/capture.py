@@ -28,16 +28,22 @@ class NotCapturable(RuntimeError):
     """An operation inside a graph capture that cannot be replayed (host reads, data-dependent shapes, ...)."""
 
 
+_WRAPPERS = {"checked", "wrapper", "wrapped", "inner", "decorated", "_call_impl", "__call__"}
+
+
 def _public_op() -> str:
-    """The clgrad function the user called (the outermost clgrad frame below the first frame outside clgrad)."""
-    frame, name = sys._getframe(2), "an operation"
+    """The clgrad function the user called (the outermost clgrad frame below the first frame outside clgrad, past
+    decorators' wrappers)."""
+    frame, names = sys._getframe(2), []
     while frame is not None:
         module = frame.f_globals.get("__name__", "")
-        if not module.startswith("clgrad.") or module.startswith("clgrad.graphs"):
-            return name
-        name = frame.f_code.co_name
+        if not module.startswith("clgrad.") or module.startswith(("clgrad.graphs", "clgrad.captured")):
+            break
+        names.append(frame.f_code.co_name)
         frame = frame.f_back
-    return name
+    while len(names) > 1 and names[-1] in _WRAPPERS:
+        names.pop()
+    return names[-1] if names else "an operation"
 
 
 def refuse(what: str) -> None:
