@@ -33,7 +33,7 @@ __all__ = ["CLGraph", "CUDAGraph", "graph", "graph_pool_handle", "is_current_str
 
 def is_current_stream_capturing() -> bool:
     """True while a graph capture is open (``torch.cuda.is_current_stream_capturing``)."""
-    return capture.active is not None
+    return capture.current() is not None
 
 
 def graph_pool_handle() -> GraphPool:
@@ -43,8 +43,9 @@ def graph_pool_handle() -> GraphPool:
 
 def on_replay(fn, *args) -> None:
     """While capturing: run ``fn(*args)`` before each replay (host bookkeeping the region did once)."""
-    if capture.active is not None:
-        capture.active.before_replay(lambda: fn(*args))
+    rec = capture.current()
+    if rec is not None:
+        rec.before_replay(lambda: fn(*args))
 
 
 def refuse(what: str) -> None:
@@ -100,6 +101,7 @@ class CLGraph:
         rec = self._rec
         if rec is None or rec.aborted or capture.active is rec:
             raise RuntimeError("CLGraph.replay: the graph holds no finished capture")
+        capture.refuse("it replays a graph inside a capture")
         rec.replay(pending.defer_slot)
 
     def reset(self) -> None:

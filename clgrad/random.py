@@ -166,8 +166,9 @@ def _generator(generator) -> Generator:
 def _sample(out, dist: str, p0, p1, generator):
     """Fill ``out`` in place from the next ``out.numel()`` counters of the generator."""
     gen, n = _generator(generator), out.numel()
-    if capture.active is not None and n:  # each graph replay draws the next counters, as this call would
-        capture.active.dynamic(lambda: philox_args(*gen._take(n)))
+    rec = capture.current()
+    if rec is not None and n:  # each graph replay draws the next counters, as this call would
+        rec.dynamic(lambda: philox_args(*gen._take(n)))
         seed_, offset = gen._seed, gen._offset  # the capture itself draws nothing (replays set these)
     else:
         seed_, offset = gen._take(n)

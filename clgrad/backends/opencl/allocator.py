@@ -77,7 +77,7 @@ class CachingAllocator:
 
     def adopt(self, graph: GraphPool, buf, size: int) -> None:
         """Make ``buf`` ``graph``'s: once freed, it goes back to that graph's pool."""
-        if id(buf) not in graph.owned:
+        if id(buf) not in self.owners:  # a buffer another graph owns stays that graph's
             graph.owned[id(buf)] = (buf, size)
             self.owners[id(buf)] = graph
 

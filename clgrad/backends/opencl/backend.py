@@ -64,8 +64,9 @@ class OpenCLBackend:
             programs.tracing.transfers += 1
         dev = runtime.get(storage.device.index)
         data = np.ascontiguousarray(host, dtype=storage.dtype.np)
-        if capture.active is not None:  # a constant of the captured region: uploaded again at each replay
-            capture.active.upload(storage.data, data, offset * storage.dtype.itemsize)
+        rec = capture.current()
+        if rec is not None:  # a constant of the captured region: uploaded again at each replay
+            rec.upload(storage.data, data, offset * storage.dtype.itemsize)
             return
         # blocking: the caller may reuse or mutate its host array as soon as we return
         with runtime.waiting(dev):

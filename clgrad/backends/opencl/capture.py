@@ -16,12 +16,20 @@ it; the pre-bound list costs one pyopencl call per launch.
 from __future__ import annotations
 
 import sys
+import threading
 
 import numpy as np
 
 from . import runtime
 
 active = None  # the Recorder while a capture is open (one at a time, as a CUDA stream captures one graph)
+
+
+def current():
+    """The open capture if the calling thread opened it, else None: other threads' work runs eagerly, unrecorded
+    (torch's capture_error_mode="thread_local")."""
+    rec = active
+    return rec if rec is not None and rec.thread == threading.get_ident() else None
 
 
 class NotCapturable(RuntimeError):
@@ -48,7 +56,7 @@ def _public_op() -> str:
 
 def refuse(what: str) -> None:
     """Abort the open capture, if any, and raise: ``what`` (a host read, a sync...) cannot be replayed."""
-    rec = active
+    rec = current()
     if rec is None:
         return
     rec.abort()
@@ -65,6 +73,7 @@ class Recorder:
     def __init__(self, dev, on_abort):
         cl = runtime.pyopencl()
         self.dev, self.queue, self.on_abort = dev, dev.queue, on_abort
+        self.thread = threading.get_ident()
         self._enqueue, self._fill, self._copy = cl.enqueue_nd_range_kernel, cl.enqueue_fill_buffer, cl.enqueue_copy
         self._memory = cl.MemoryObjectHolder
         self.ops: list = []
@@ -133,7 +142,8 @@ class Recorder:
 
 def fill(queue, buf, pattern, offset: int, size: int) -> None:
     """``enqueue_fill_buffer``, or its record while a capture is open."""
-    if active is not None:
-        active.fill(buf, pattern, offset, size)
+    rec = current()
+    if rec is not None:
+        rec.fill(buf, pattern, offset, size)
     else:
         runtime.pyopencl().enqueue_fill_buffer(queue, buf, pattern, offset, size)

@@ -47,8 +47,9 @@ class CLOptim:
         tensors = [p, grad, exp_avg, exp_avg_sq] + ([max_exp_avg_sq] if max_exp_avg_sq is not None else [])
         scalars = [lr, 1 - beta1, beta2, 1 - beta2, eps, weight_decay, 1 - lr * weight_decay,
                    -lr / (1 - beta1 ** step), (1 - beta2 ** step) ** 0.5]
-        if capture.active is not None and p.numel():  # a graph replay is the next step: bias corrections as eager
-            capture.active.dynamic(_next_step(2 * len(tensors) + 7, lr, beta1, beta2, step, _NP[p.dtype.ctype]))
+        rec = capture.current()
+        if rec is not None and p.numel():  # a graph replay is the next step: bias corrections as eager
+            rec.dynamic(_next_step(2 * len(tensors) + 7, lr, beta1, beta2, step, _NP[p.dtype.ctype]))
         self._fused("adam", flags, tensors, scalars)
 
     def sgd_step(self, p, grad, buf, *, lr, momentum, dampening, weight_decay, nesterov, maximize, first) -> None:

@@ -90,6 +90,10 @@ def error_slot(dev) -> tuple:
     ring = _ring(state, dev)
     if not ring.free:
         check_pending()  # every slot waits: look at them (frees them all, or raises)
+    if not ring.free:
+        capture.refuse(f"every one of the {SLOTS} deferred-check slots is held by captured graphs")
+        raise RuntimeError(f"every one of the {SLOTS} deferred bounds-check slots of this thread is held by captured "
+                           "graphs: reset() graphs you no longer replay")
     return ring.buf, ring.free.pop()
 
 
@@ -99,9 +103,10 @@ def defer_slot(dev, slot: int, on_error, what: str = "", keep=None) -> None:
     cl = runtime.pyopencl()
     state = _state()
     ring = _ring(state, dev)
-    if capture.active is not None:  # the graph copies the slot after each replay; the slot stays its own
+    rec = capture.current()
+    if rec is not None:  # the graph copies the slot after each replay; the slot stays its own
         ring.reserved.add(slot)
-        capture.active.checks.append((dev, slot, on_error, what, keep))
+        rec.checks.append((dev, slot, on_error, what, keep))
         return
     host = np.zeros(1, np.int32)
     event = cl.enqueue_copy(dev.queue, host, ring.buf, src_offset=4 * slot, is_blocking=False)

@@ -179,7 +179,9 @@ class LockedKernel:
 
     def __call__(self, queue, *args, **kwargs):
         if capture.active is not None:  # a graph capture (capture.py): record the launch instead of running it
-            return capture.active.launch(self, queue, args[0], args[1], args[2:])
+            rec = capture.current()
+            if rec is not None:
+                return rec.launch(self, queue, args[0], args[1], args[2:])
         if tracing is not None:
             tracing.launches += 1
         with self.lock:
