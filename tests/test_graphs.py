@@ -265,3 +265,24 @@ def test_cpu_device_is_refused(device):
     with pytest.raises(RuntimeError, match="OpenCL device, not cpu"):
         CLGraph().capture_begin(device="cpu")
     assert not clgrad.opencl.is_current_stream_capturing()
+
+
+def test_other_threads_run_eagerly_during_a_capture(device):
+    import threading
+
+    device = _opencl(device)
+    a = clgrad.ones(4, device=device)
+    got = {}
+
+    def worker():  # another thread's work is neither recorded nor refused
+        got["value"] = (a * 7.0).cpu().numpy()
+
+    g = CLGraph()
+    with graph(g, device=device):
+        y = a + 2.0
+        t = threading.Thread(target=worker)
+        t.start()
+        t.join()
+    assert g.launches() == 1 and np.array_equal(got["value"], np.full(4, 7, np.float32))
+    g.replay()
+    assert np.array_equal(y.cpu().numpy(), np.full(4, 3, np.float32))
