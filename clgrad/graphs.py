@@ -22,13 +22,17 @@ RuntimeError) naming the operation; the capture is aborted and its memory releas
 from __future__ import annotations
 
 from . import random as _random
+from .autograd import Function
+from .autograd import grad as _grad
 from .backends.opencl import capture, pending, programs, runtime
 from .backends.opencl.allocator import GraphPool
 from .backends.opencl.capture import NotCapturable
 from .device import current_index
 from .device import device as _device
+from .tensor import is_tensor
 
-__all__ = ["CLGraph", "CUDAGraph", "graph", "graph_pool_handle", "is_current_stream_capturing", "NotCapturable"]
+__all__ = ["CLGraph", "CUDAGraph", "graph", "graph_pool_handle", "is_current_stream_capturing", "NotCapturable",
+           "make_graphed_callables"]
 
 
 def is_current_stream_capturing() -> bool:
@@ -167,3 +171,83 @@ class graph:
         elif rec is not None and not rec.aborted and capture.active is rec:  # the user's error: drop the capture
             rec.abort()
         return False
+
+
+def make_graphed_callables(callables, sample_args, num_warmup_iters: int = 3, allow_unused_input: bool = False,
+                           pool=None):
+    """``torch.cuda.make_graphed_callables``: each callable (a function or module) with its forward and backward
+    captured as two graphs (sharing one pool) over ``sample_args``, returned as a callable that autograd records as
+    one node. Calls must pass tensors of the sample's shapes; a module keeps its parameters (their gradients
+    accumulate as usual) and gets the graphed forward."""
+    single = not isinstance(callables, tuple)
+    if single:
+        callables, sample_args = (callables,), (sample_args,)
+    graphed = tuple(_graphed(fn, args, num_warmup_iters, allow_unused_input, pool)
+                    for fn, args in zip(callables, sample_args))
+    return graphed[0] if single else graphed
+
+
+def _outputs(result) -> tuple:
+    return result if isinstance(result, tuple) else (result,)
+
+
+def _graphed(fn, sample_args, warmup: int, allow_unused: bool, pool):
+    if not isinstance(sample_args, tuple) or not all(is_tensor(a) for a in sample_args):
+        raise TypeError("make_graphed_callables: sample_args must be a tuple of tensors for each callable")
+    params = tuple(fn.parameters()) if hasattr(fn, "parameters") else ()
+    inputs = sample_args + params
+    wanted = [t for t in inputs if t.requires_grad]
+    device = sample_args[0].device if sample_args else None
+    for _ in range(warmup):  # kernels built and lazily created state made, outside the graphs
+        outs = [o for o in _outputs(fn(*sample_args)) if o.requires_grad]
+        _grad(outs, wanted, grad_outputs=[o.new_ones(o.shape) for o in outs], allow_unused=allow_unused)
+    fwd, bwd = CLGraph(), CLGraph()
+    with graph(fwd, pool=pool, device=device):
+        static_outs = _outputs(fn(*sample_args))
+    differentiable = [o for o in static_outs if o.requires_grad]
+    static_grad_outs = [o.new_zeros(o.shape) for o in differentiable]
+    with graph(bwd, pool=fwd.pool(), device=device):
+        grads = _grad(differentiable, wanted, grad_outputs=static_grad_outs, allow_unused=allow_unused)
+    grads = iter(grads)
+    static_grads = tuple(next(grads) if t.requires_grad else None for t in inputs)
+    return _Graphed(fn, len(sample_args), params, sample_args, fwd, bwd, static_outs, static_grad_outs,
+                    static_grads, isinstance(static_outs, tuple) and len(static_outs) > 1)
+
+
+class _Graphed:
+    """A graphed callable: ``_Replay`` (one autograd node) over its two graphs."""
+
+    def __init__(self, fn, n_args, params, statics, fwd, bwd, outs, grad_outs, grads, many):
+        self.fn, self.n_args, self.params, self.statics, self.many = fn, n_args, params, statics, many
+        self.fwd, self.bwd, self.outs, self.grad_outs, self.grads = fwd, bwd, outs, grad_outs, grads
+        if hasattr(fn, "forward"):
+            fn.forward = self  # torch too replaces the module's forward
+
+    def __call__(self, *args):
+        if len(args) != self.n_args:
+            raise TypeError(f"the graphed callable takes {self.n_args} tensors, as its sample_args; got {len(args)}")
+        outs = _Replay.apply(self, *args, *self.params)
+        return outs if self.many else outs[0] if isinstance(outs, tuple) else outs
+
+
+class _Replay(Function):
+    @staticmethod
+    def forward(ctx, graphed, *inputs):
+        ctx.graphed = graphed
+        for static, x in zip(graphed.statics, inputs[:graphed.n_args]):
+            if static is not x:
+                static.copy_(x)
+        graphed.fwd.replay()
+        return tuple(o.detach() for o in graphed.outs)
+
+    @staticmethod
+    def backward(ctx, *grads):
+        graphed = ctx.graphed
+        differentiable = [g for o, g in zip(graphed.outs, grads) if o.requires_grad]
+        for static, g in zip(graphed.grad_outs, differentiable):
+            if g is None:
+                static.zero_()
+            else:
+                static.copy_(g)
+        graphed.bwd.replay()
+        return (None,) + tuple(None if g is None else g.detach().clone() for g in graphed.grads)

@@ -11,7 +11,15 @@ from .backends.opencl.pending import check_pending
 from .backends.opencl.runtime import DeviceProperties
 from .device import current_index, set_current_index
 from .device import device as _device
-from .graphs import CLGraph, CUDAGraph, NotCapturable, graph, graph_pool_handle, is_current_stream_capturing  # noqa: F401
+from .graphs import (  # noqa: F401
+    CLGraph,
+    CUDAGraph,
+    NotCapturable,
+    graph,
+    graph_pool_handle,
+    is_current_stream_capturing,
+    make_graphed_callables,
+)
 
 
 def is_available() -> bool:

@@ -286,3 +286,28 @@ def test_other_threads_run_eagerly_during_a_capture(device):
     assert g.launches() == 1 and np.array_equal(got["value"], np.full(4, 7, np.float32))
     g.replay()
     assert np.array_equal(y.cpu().numpy(), np.full(4, 3, np.float32))
+
+
+def test_make_graphed_callables_trains_like_eager(device):
+    device = _opencl(device)
+    rng = np.random.default_rng(0)
+    xs = [_t(rng.standard_normal((4, 5)), device) for _ in range(3)]
+    ys = [_t(rng.standard_normal((4, 2)), device) for _ in range(3)]
+
+    def run(graphed):
+        clgrad.manual_seed(0)
+        model = nn.Sequential(nn.Linear(5, 8), nn.Tanh(), nn.Linear(8, 2)).to(device)
+        opt = clgrad.optim.SGD(model.parameters(), lr=0.1)
+        sample = xs[0].clone().requires_grad_(True)
+        fn = clgrad.opencl.make_graphed_callables(model, (sample,)) if graphed else model
+        input_grads = []
+        for x, y in zip(xs, ys):
+            x = x.clone().requires_grad_(True)
+            opt.zero_grad()
+            F.mse_loss(fn(x), y).backward()
+            opt.step()
+            input_grads.append(x.grad.cpu().numpy())
+        return _params(model), input_grads
+
+    (eager, eager_dx), (graphed, dx) = run(False), run(True)
+    assert all(np.array_equal(e, r) for e, r in zip(eager + eager_dx, graphed + dx))
