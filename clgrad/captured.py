@@ -31,8 +31,8 @@ _EAGER = object()
 class CapturedStep:
     """A callable that replays a captured graph of ``fn`` per signature (see the module docstring)."""
 
-    def __init__(self, fn, fullgraph: bool = False):
-        self.fn, self.fullgraph = fn, fullgraph
+    def __init__(self, fn, fullgraph: bool = False, guard=None):
+        self.fn, self.fullgraph, self.guard = fn, fullgraph, guard  # guard() joins the signature
         self.entries: dict = {}
         self.calls: dict = {}
         self.warned = False
@@ -41,6 +41,8 @@ class CapturedStep:
 
     def __call__(self, *args, **kwargs):
         key = _signature(args, kwargs)
+        if key is not None and self.guard is not None:
+            key += (self.guard(),)
         entry = self.entries.get(key, _EAGER if key is None else None)
         if entry is None:
             seen = self.calls[key] = self.calls.get(key, 0) + 1
@@ -97,7 +99,7 @@ class CapturedModule(Module):
     def __init__(self, model: Module, fullgraph: bool = False):
         super().__init__()
         self._orig_mod = model
-        self._step = CapturedStep(model, fullgraph)
+        self._step = CapturedStep(model, fullgraph, guard=lambda: model.training)  # train() and eval() apart
 
     def forward(self, *args, **kwargs):
         recording = is_grad_enabled() and (any(p.requires_grad for p in self._orig_mod.parameters())

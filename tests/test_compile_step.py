@@ -121,3 +121,18 @@ def test_cpu_arguments_run_eagerly(device):
     assert len([w for w in record if "not all on one OpenCL device" in str(w.message)]) == 1
     with pytest.raises(NotCapturable, match="fullgraph"):
         clgrad.compile(lambda a: a * 2.0, mode="reduce-overhead", fullgraph=True)(clgrad.ones(2))
+
+
+def test_captured_module_keys_on_training_mode(device):
+    device = _opencl(device)
+    clgrad.manual_seed(0)
+    model = nn.Sequential(nn.Linear(6, 6), nn.Dropout(0.5)).to(device)
+    compiled = clgrad.compile(model, mode="reduce-overhead")
+    x = clgrad.ones(2, 6, device=device)
+    with clgrad.no_grad():
+        for _ in range(3):
+            compiled(x)
+        model.eval()
+        outs = [compiled(x).cpu().numpy() for _ in range(3)]
+        want = model(x).cpu().numpy()
+    assert len(compiled._step.entries) == 2 and all(np.array_equal(o, want) for o in outs)
