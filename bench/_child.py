@@ -7,6 +7,8 @@ bench/train.py runs it once per case, framework and round, so that neither frame
 settings) with the other: torch keeps its OpenMP defaults, and both get the same thread count (bench/common.py sets
 OMP_NUM_THREADS and friends to the core count, torch's own default). A case's step runs twice to warm up (kernels,
 optimizer state), then ``N`` samples of enough steps to fill ``S`` seconds, each ending with a synchronize.
+``--framework captured`` is clgrad with the step compiled by ``clgrad.compile(step, mode="reduce-overhead")``: the
+first warm-up call runs eagerly, the second captures the step and replays it (captured.py).
 """
 from __future__ import annotations
 
@@ -44,7 +46,7 @@ def measure(step, sync, samples: int, min_time: float) -> list:
 def main(argv=None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.strip().splitlines()[0])
     ap.add_argument("keys", nargs="+")
-    ap.add_argument("--framework", choices=("clgrad", "torch"), required=True)
+    ap.add_argument("--framework", choices=("clgrad", "captured", "torch"), required=True)
     ap.add_argument("--device", default="cpu")
     ap.add_argument("--size", choices=("smoke", "quick", "full"), default="full")
     ap.add_argument("--samples", type=int, default=5)
@@ -65,10 +67,15 @@ def main(argv=None) -> None:
             if args.device.startswith("opencl"):
                 lib.opencl.synchronize(args.device)
 
+    if args.framework == "captured" and args.device.startswith("opencl"):
+        lib.opencl.set_device(args.device)  # the graph captures the current device's launches
     for key in args.keys:
         name, make, _ = table[key]
         lib.manual_seed(0)
-        samples = measure(make(lib, args.device), sync, args.samples, args.min_time)
+        step = make(lib, args.device)
+        if args.framework == "captured":  # warm-up call eager, the next captured, then one replay per call
+            step = lib.compile(step, mode="reduce-overhead")
+        samples = measure(step, sync, args.samples, args.min_time)
         print(json.dumps({"key": key, "name": name, "framework": args.framework, "samples": samples,
                           "threads": THREADS, "omp_wait_policy": os.environ.get("OMP_WAIT_POLICY")}), flush=True)
 

@@ -7,6 +7,9 @@ two LSTMCells of 51 stepped 100 times in Python (forward and backward), plus dev
     python bench/train.py [--device opencl:N] [--quick] [--smoke] [--json out.json] [--memory-steps 1000]
                           [--rounds R]
 
+The MNIST, ResNet-block and LSTMCell cases get a second row, "captured": the same step compiled with
+``clgrad.compile(step, mode="reduce-overhead")`` (captured once, then replayed), in processes of its own too.
+
 Each framework runs each case in a process of its own with its default settings (``bench/_child.py``; torch keeps
 its OpenMP defaults, and both use the same thread count: the core count, torch's default): ``R`` rounds (3, quick
 2, smoke 1) alternate which framework goes first, and the times are the medians of all their samples. A step is
@@ -187,10 +190,15 @@ def case_table(size: str) -> dict:
     }
 
 
+# the cases also measured with the step captured and replayed (``clgrad.compile(step, mode="reduce-overhead")``)
+CAPTURED = ("mnist", "resnet_block", "lstm_cells")
+CAPTURED_FACTOR = 0.6  # the issue's target for a captured step: at most this many times torch's time
+
+
 def run_child(keys, framework: str, b: Bench, size: str) -> dict:
     """Samples of ``keys``' cases from one child process running ``framework``: {key: [seconds per step]}."""
     cmd = [sys.executable, os.path.join(os.path.dirname(os.path.abspath(__file__)), "_child.py"), *keys,
-           "--framework", framework, "--device", b.device if framework == "clgrad" else "cpu", "--size", size,
+           "--framework", framework, "--device", b.device if framework != "torch" else "cpu", "--size", size,
            "--samples", str(b.repeats), "--min-time", str(b.min_time)]
     proc = subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT, env=child_env())
     sys.stderr.write(proc.stderr)
@@ -207,11 +215,13 @@ def run_child(keys, framework: str, b: Bench, size: str) -> dict:
 def measure_apart(b: Bench, keys, size: str, rounds: int) -> dict:
     """{key: {framework: [samples]}}: each framework in its own processes (one per round running ``keys``),
     ``rounds`` rounds alternating which goes first."""
-    frameworks = ["clgrad"] + (["torch"] if b.torch is not None else [])
+    captured = ["captured"] if b.on_cl and any(k in CAPTURED for k in keys) else []
+    frameworks = ["clgrad"] + captured + (["torch"] if b.torch is not None else [])
     samples = {k: {fw: [] for fw in frameworks} for k in keys}
     for r in range(rounds):
         for fw in (frameworks if r % 2 == 0 else frameworks[::-1]):
-            for key, got in run_child(keys, fw, b, size).items():
+            wanted = [k for k in keys if fw != "captured" or k in CAPTURED]
+            for key, got in run_child(wanted, fw, b, size).items():
                 samples[key][fw] += got
     return samples
 
@@ -265,11 +275,18 @@ def main(argv=None) -> Bench:
 def add_rows(b: Bench, table: dict, keys, samples: dict, rounds: int) -> None:
     for key in keys:
         name, _, factor = table[key]
-        got = samples[key]
+        got = dict(samples[key])
+        captured = got.pop("captured", None)
         times = {fw: median(v) for fw, v in got.items() if v}
         spread = "; ".join(f"{fw} {fmt_time(min(v)).strip()}-{fmt_time(max(v)).strip()}" for fw, v in got.items() if v)
         b.add(name, times, target=at_most_times(factor, "torch"), samples=got,
               note=f"{rounds} rounds of own processes, {len(got['clgrad'])} samples each ({spread})")
+        if captured:  # the captured step in the clgrad column; eager clgrad as the reference
+            times = {"clgrad": median(captured), "ref": times.get("clgrad"), "torch": times.get("torch")}
+            b.add(f"{name}, captured", {k: v for k, v in times.items() if v}, ref_name="eager clgrad",
+                  target=at_most_times(CAPTURED_FACTOR, "torch"), samples={"clgrad": captured, "torch": got.get("torch", [])},
+                  note=f"clgrad.compile(step, mode='reduce-overhead'); clgrad {fmt_time(min(captured)).strip()}-"
+                       f"{fmt_time(max(captured)).strip()}")
 
 
 if __name__ == "__main__":

@@ -28,6 +28,7 @@ from . import backends
 from . import dtypes as D
 from .autograd.grad_mode import is_grad_enabled
 from .backends.opencl import programs
+from .captured import CapturedModule, CapturedStep
 from .nn.modules.module import Module
 from .registry.elementwise import OPS
 from .tensor import Tensor, is_tensor
@@ -42,12 +43,22 @@ MAX_CACHE = 64  # signatures kept per compiled function
 
 def compile(model=None, *, fullgraph: bool = False, dynamic=None, backend="inductor", mode=None, options=None,
             disable: bool = False):
-    """``torch.compile``'s signature: ``compile(fn)``, ``@compile`` or ``@compile(fullgraph=True)``. ``dynamic``,
-    ``backend``, ``mode`` and ``options`` are accepted and ignored (there is one backend)."""
+    """``torch.compile``'s signature: ``compile(fn)``, ``@compile`` or ``@compile(fullgraph=True)``.
+    ``mode="reduce-overhead"`` captures the whole call and replays it (``captured.py``, CUDA graphs' analogue: a
+    training step, or a module's inference forward); other modes fuse elementwise chains. ``dynamic``, ``backend``
+    and ``options`` are accepted and ignored (there is one backend)."""
     if model is None:
         return lambda m: compile(m, fullgraph=fullgraph, dynamic=dynamic, backend=backend, mode=mode,
                                  options=options, disable=disable)
-    if disable or isinstance(model, Module):
+    if disable:
+        return model
+    if mode == "reduce-overhead":  # whole-step capture and replay (captured.py)
+        if isinstance(model, Module):
+            return CapturedModule(model, fullgraph)
+        if not callable(model):
+            raise RuntimeError(f"compile(): expected a callable or an nn.Module, got {type(model).__name__}")
+        return CapturedStep(model, fullgraph)
+    if isinstance(model, Module):
         return model
     if not callable(model):
         raise RuntimeError(f"compile(): expected a callable or an nn.Module, got {type(model).__name__}")

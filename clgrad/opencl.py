@@ -4,12 +4,22 @@ from __future__ import annotations
 import re
 from collections import OrderedDict
 
+from . import graphs
 from . import random as _random
 from .backends.opencl import health, runtime
 from .backends.opencl.pending import check_pending
 from .backends.opencl.runtime import DeviceProperties
 from .device import current_index, set_current_index
 from .device import device as _device
+from .graphs import (  # noqa: F401
+    CLGraph,
+    CUDAGraph,
+    NotCapturable,
+    graph,
+    graph_pool_handle,
+    is_current_stream_capturing,
+    make_graphed_callables,
+)
 
 
 def is_available() -> bool:
@@ -111,6 +121,7 @@ def get_device_properties(device=None) -> DeviceProperties:
 
 def synchronize(device=None) -> None:
     """Wait for all queued work on ``device`` (every device when None)."""
+    graphs.refuse("it waits for the device")
     devs = runtime.devices() if device is None else [runtime.get(_index(device))]
     for d in devs:
         if d._queue is not None:

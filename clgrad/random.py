@@ -18,6 +18,8 @@ import numpy as np
 from . import backends
 from . import dtypes as D
 from .backends import philox
+from .backends.opencl import capture
+from .backends.opencl.random import philox_args
 from .device import resolve
 from .ops import pointwise as P
 from .ops.creation import _creation_args, _finish
@@ -163,7 +165,13 @@ def _generator(generator) -> Generator:
 # ---- the one sampling path -------------------------------------------------------------------
 def _sample(out, dist: str, p0, p1, generator):
     """Fill ``out`` in place from the next ``out.numel()`` counters of the generator."""
-    seed_, offset = _generator(generator)._take(out.numel())
+    gen, n = _generator(generator), out.numel()
+    rec = capture.current()
+    if rec is not None and n:  # each graph replay draws the next counters, as this call would
+        rec.dynamic(lambda: philox_args(*gen._take(n)))
+        seed_, offset = gen._seed, gen._offset  # the capture itself draws nothing (replays set these)
+    else:
+        seed_, offset = gen._take(n)
     backends.get(out.device).random(dist, out, seed_, offset, p0, p1)
     return out
 

@@ -1,6 +1,7 @@
 """Adam and AdamW (decoupled weight decay), with AMSGrad."""
 from __future__ import annotations
 
+from ..graphs import is_current_stream_capturing, on_replay, refuse
 from ..ops.creation import zeros_like
 from ..ops.math import FUNCS
 from .optimizer import Optimizer, adam_moments, check, fused_backend
@@ -17,6 +18,8 @@ def check_betas(lr, eps, betas, weight_decay) -> None:
 
 class Adam(Optimizer):
     """``Adam(params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0, amsgrad=False, maximize=False)``."""
+
+    _graph_safe = True  # no host-computed per-step value (fused Adam refreshes its own: graphs.py)
 
     def __init__(self, params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0, amsgrad=False, *,
                  foreach=None, maximize=False, capturable=False, differentiable=False, fused=None,
@@ -38,6 +41,7 @@ class Adam(Optimizer):
         beta1, beta2 = group["betas"]
         for p, grad, state in self._params_with_grad(group, negate=False):
             if not state:
+                refuse("its first step creates the moment buffers (warm up eagerly before capturing)")
                 state["step"] = 0.0
                 state["exp_avg"] = zeros_like(p)
                 state["exp_avg_sq"] = zeros_like(p)
@@ -46,7 +50,10 @@ class Adam(Optimizer):
             vmax = state.get("max_exp_avg_sq") if group["amsgrad"] else None
             backend = fused_backend(p, grad, state["exp_avg"], state["exp_avg_sq"], vmax)
             if backend is not None:
-                state["step"] += 1
+                if is_current_stream_capturing():  # each replay is one more step (the capture itself none)
+                    on_replay(_count_step, state)
+                else:
+                    state["step"] += 1
                 backend.adam_step(p, grad, state["exp_avg"], state["exp_avg_sq"], vmax, lr=lr, beta1=beta1,
                                   beta2=beta2, eps=eps, weight_decay=group["weight_decay"],
                                   decoupled=group["decoupled_weight_decay"], maximize=group["maximize"],
@@ -54,6 +61,8 @@ class Adam(Optimizer):
                 continue
             if group["maximize"]:
                 grad = -grad
+            refuse("its bias corrections are computed on the host (only the fused step of contiguous float "
+                   "tensors on OpenCL can be replayed)")
             step, grad, exp_avg, exp_avg_sq = adam_moments(p, grad, state, group)
             step_size = lr / (1 - beta1 ** step)
             bias_correction2_sqrt = (1 - beta2 ** step) ** 0.5
@@ -62,6 +71,10 @@ class Adam(Optimizer):
                 exp_avg_sq = state["max_exp_avg_sq"]
             denom = (exp_avg_sq.sqrt() / bias_correction2_sqrt).add_(eps)
             p.addcdiv_(exp_avg, denom, value=-step_size)
+
+
+def _count_step(state: dict) -> None:
+    state["step"] += 1
 
 
 class AdamW(Adam):

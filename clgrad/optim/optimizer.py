@@ -15,6 +15,7 @@ from typing import Any
 from .. import backends
 from .. import dtypes as D
 from ..autograd.grad_mode import enable_grad, no_grad
+from ..graphs import refuse
 from ..tensor import Tensor
 
 __all__ = ["Optimizer", "required"]
@@ -124,6 +125,8 @@ class Optimizer:
     def step(self, closure=None):
         """Perform one optimization step. ``closure`` re-evaluates the model and returns the loss."""
         self._opt_called = True  # lets a scheduler warn when it is stepped before its optimizer
+        if not self._graph_safe:
+            refuse(f"{type(self).__name__} computes per-step values on the host (SGD and Adam/AdamW can be captured)")
         loss = None
         if closure is not None:
             with enable_grad():
@@ -135,6 +138,8 @@ class Optimizer:
 
     def _update(self, group: dict) -> None:
         raise NotImplementedError
+
+    _graph_safe = False  # whether a graph capture (clgrad.graphs) can replay the step
 
     def _params_with_grad(self, group: dict, negate: bool = True):
         """(param, grad, state) for each parameter of ``group`` that has a gradient; with ``maximize`` the

@@ -1,11 +1,14 @@
 """Stochastic gradient descent with momentum, dampening, Nesterov momentum and weight decay."""
 from __future__ import annotations
 
+from ..graphs import refuse
 from .optimizer import Optimizer, check, fused_backend
 
 
 class SGD(Optimizer):
     """``SGD(params, lr=1e-3, momentum=0, dampening=0, weight_decay=0, nesterov=False, maximize=False)``."""
+
+    _graph_safe = True  # no host-computed per-step value (fused Adam refreshes its own: graphs.py)
 
     def __init__(self, params, lr=1e-3, momentum=0, dampening=0, weight_decay=0, nesterov=False, *,
                  maximize=False, foreach=None, differentiable=False, fused=None) -> None:
@@ -30,6 +33,8 @@ class SGD(Optimizer):
         for p, grad, state in self._params_with_grad(group, negate=False):
             buf = state.get("momentum_buffer")
             first = momentum != 0 and buf is None
+            if first:
+                refuse("its first step creates the momentum buffers (warm up eagerly before capturing)")
             backend = fused_backend(p, grad, buf)
             if backend is not None:
                 if first:

@@ -2,6 +2,10 @@
 
 Reuse is safe without synchronisation because every device has one in-order queue: a kernel that
 used a buffer is enqueued before any kernel that receives the recycled buffer.
+
+A captured graph (capture.py) owns a private ``GraphPool``: while it captures, allocations come from it and every
+buffer freed goes to it; afterwards the buffers its launches use stay its own (freed ones wait in its pool, since a
+replay writes them) until ``release_pool`` gives them back.
 """
 from __future__ import annotations
 
@@ -20,6 +24,15 @@ def round_size(nbytes: int) -> int:
     return -(-nbytes // step) * step
 
 
+class GraphPool:
+    """The buffers one graph (or several sharing the pool) owns: free ones by size, and how many graphs use it."""
+
+    def __init__(self):
+        self.free: dict[int, list] = defaultdict(list)
+        self.owned: dict = {}  # id(buffer) -> (buffer, size)
+        self.users = 0
+
+
 class CachingAllocator:
     def __init__(self, context, owner):
         self.context = context
@@ -29,10 +42,17 @@ class CachingAllocator:
         self.peak = 0
         self.cached = 0  # bytes sitting in the pool
         self.live_buffers = 0  # OpenCL buffer objects in existence (live or cached)
+        self.capturing: GraphPool | None = None  # the pool of the graph being captured
+        self.owners: dict = {}  # id(buffer) -> the GraphPool that owns it
 
     def malloc(self, nbytes: int):
         """Return (buffer, rounded size). ``nbytes`` must be positive: OpenCL has no empty buffers."""
         size = round_size(nbytes)
+        graph = self.capturing
+        bucket = graph.free.get(size) if graph is not None else None
+        if bucket:
+            self.allocated += size
+            return bucket.pop(), size
         bucket = self.pool.get(size)
         if bucket:
             buf = bucket.pop()
@@ -41,12 +61,36 @@ class CachingAllocator:
             buf = self._create(size)
         self.allocated += size
         self.peak = max(self.peak, self.allocated)
+        if graph is not None:
+            self.adopt(graph, buf, size)
         return buf, size
 
     def free(self, buf, size: int) -> None:
         self.allocated -= size
+        graph = self.owners.get(id(buf), self.capturing) if self.owners or self.capturing else None
+        if graph is not None:  # a graph's buffer (or one freed during a capture): only that graph reuses it
+            self.adopt(graph, buf, size)
+            graph.free[size].append(buf)
+            return
         self.cached += size
         self.pool[size].append(buf)
+
+    def adopt(self, graph: GraphPool, buf, size: int) -> None:
+        """Make ``buf`` ``graph``'s: once freed, it goes back to that graph's pool."""
+        if id(buf) not in self.owners:  # a buffer another graph owns stays that graph's
+            graph.owned[id(buf)] = (buf, size)
+            self.owners[id(buf)] = graph
+
+    def release_pool(self, graph: GraphPool) -> None:
+        """Give ``graph``'s buffers back: free ones to the shared pool, live ones to their tensors (freed as usual)."""
+        for size, bucket in graph.free.items():
+            self.pool[size] += bucket
+            self.cached += size * len(bucket)
+        for key in graph.owned:
+            if self.owners.get(key) is graph:
+                del self.owners[key]
+        graph.free.clear()
+        graph.owned.clear()
 
     def empty_cache(self) -> None:
         for bucket in self.pool.values():

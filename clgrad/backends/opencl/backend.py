@@ -10,7 +10,7 @@ from ... import dtypes as D
 from ...device import device
 from ...storage import Storage
 from ..common import Desc, copy_compute, is_contiguous
-from . import programs, runtime
+from . import capture, programs, runtime
 from .conv import CLConv
 from .elementwise import CLElementwise
 from .index import CLIndex
@@ -64,11 +64,16 @@ class OpenCLBackend:
             programs.tracing.transfers += 1
         dev = runtime.get(storage.device.index)
         data = np.ascontiguousarray(host, dtype=storage.dtype.np)
+        rec = capture.current()
+        if rec is not None:  # a constant of the captured region: uploaded again at each replay
+            rec.upload(storage.data, data, offset * storage.dtype.itemsize)
+            return
         # blocking: the caller may reuse or mutate its host array as soon as we return
         with runtime.waiting(dev):
             cl.enqueue_copy(dev.queue, storage.data, data, dst_offset=offset * storage.dtype.itemsize, is_blocking=True)
 
     def read(self, t) -> np.ndarray:
+        capture.refuse("it copies a tensor to the host")
         t = self.contiguous(t)
         host = np.empty(t.shape, t.dtype.np)
         if programs.tracing is not None:
@@ -94,6 +99,7 @@ class OpenCLBackend:
         return copy
 
     def synchronize(self, dev: device | None = None) -> None:
+        capture.refuse("it waits for the device")
         for cl_dev in [runtime.get(dev.index)] if dev is not None else runtime.devices():
             if cl_dev._queue is not None:
                 with runtime.waiting(cl_dev):

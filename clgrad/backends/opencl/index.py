@@ -13,7 +13,7 @@ import pyopencl as cl
 
 from ... import dtypes as D
 from ..common import INT32_MAX, first_bad, is_scalar, view
-from . import looplimit, programs, runtime
+from . import capture, looplimit, programs, runtime
 from .launch import Launcher, coalesce, launch_size
 
 NO_ERROR = INT32_MAX
@@ -110,7 +110,7 @@ class CLIndex:
         flag = None
         if checked:
             flag = self.be.empty(data.device, D.int32, 1)
-            cl.enqueue_fill_buffer(dev.queue, flag.data, np.int32(NO_ERROR), 0, 4)
+            capture.fill(dev.queue, flag.data, np.int32(NO_ERROR), 0, 4)
             arg_types.append(None)
             values.append(flag.data)
         serial = params["atomic"] == "serial"
@@ -129,6 +129,7 @@ class CLIndex:
 
     def _index_first_bad(self, dev, flag, shape, indices, wrap):
         """Read the flag; on an error, the (k, value) of the first bad index (k: which index tensor)."""
+        capture.refuse("its index bounds check reads the device")
         key = np.empty(1, np.int32)
         with runtime.waiting(dev):
             cl.enqueue_copy(dev.queue, key, flag.data, is_blocking=True)
@@ -169,6 +170,7 @@ class CLIndex:
         scan = programs.get_kernel(dev, "index", "nonzero_scan", (None, idx_np, None),
                                    _params("nonzero_scan", idx_t=params["idx_t"]))
         scan(dev.queue, (local,), (local,), counts.data, groups, cl.LocalMemory(8 * local))
+        capture.refuse("the size of its result depends on the data (a host read)")
         total = np.empty(1, np.int64)
         with runtime.waiting(dev):
             cl.enqueue_copy(dev.queue, total, counts.data, src_offset=8 * groups, is_blocking=True)

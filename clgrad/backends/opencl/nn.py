@@ -17,7 +17,7 @@ import pyopencl as cl
 
 from ... import dtypes as D
 from ..common import INT32_MAX, pow2, view
-from . import looplimit, programs
+from . import capture, looplimit, programs
 from .launch import WG, Args, Launcher, coalesce, index_type, launch_size  # WG: most work-items of a per-row work-group
 from .pending import MAX_PENDING, check_pending, defer_slot, error_slot  # noqa: F401 (check_pending, MAX_PENDING: re-exported)
 
@@ -77,7 +77,7 @@ class CLNN:
 
     def _new_flag(self, dev, device):
         flag = self.be.empty(device, D.int32, 1)
-        cl.enqueue_fill_buffer(dev.queue, flag.data, np.int32(0), 0, 4)
+        capture.fill(dev.queue, flag.data, np.int32(0), 0, 4)
         return flag
 
     @staticmethod

@@ -13,13 +13,24 @@ from __future__ import annotations
 import numpy as np
 
 from ..common import INT32_MAX
-from . import pending, programs
+from . import capture, pending, programs
 from .launch import Launcher, launch_size
 
 # the template's switches: every render gets all of them (Mako runs with strict_undefined)
 _FLAGS = dict(amsgrad=False, decay="none", momentum=False, first=False, nesterov=False, weight_decay=False,
               maximize=False)
 _NP = {"float": np.float32, "double": np.float64}
+
+
+def _next_step(first: int, lr, beta1, beta2, step, np_type):
+    """A replayed Adam step's changing arguments (positions ``first``, ``first + 1``): each call is one step on."""
+    count = [step]
+
+    def args() -> dict:
+        count[0] += 1
+        s = count[0]
+        return {first: np_type(-lr / (1 - beta1 ** s)), first + 1: np_type((1 - beta2 ** s) ** 0.5)}
+    return args
 
 
 class CLOptim:
@@ -36,6 +47,9 @@ class CLOptim:
         tensors = [p, grad, exp_avg, exp_avg_sq] + ([max_exp_avg_sq] if max_exp_avg_sq is not None else [])
         scalars = [lr, 1 - beta1, beta2, 1 - beta2, eps, weight_decay, 1 - lr * weight_decay,
                    -lr / (1 - beta1 ** step), (1 - beta2 ** step) ** 0.5]
+        rec = capture.current()
+        if rec is not None and p.numel():  # a graph replay is the next step: bias corrections as eager
+            rec.dynamic(_next_step(2 * len(tensors) + 7, lr, beta1, beta2, step, _NP[p.dtype.ctype]))
         self._fused("adam", flags, tensors, scalars)
 
     def sgd_step(self, p, grad, buf, *, lr, momentum, dampening, weight_decay, nesterov, maximize, first) -> None:

@@ -22,7 +22,7 @@ import threading
 
 import numpy as np
 
-from . import runtime
+from . import capture, runtime
 
 MAX_PENDING = 32  # look at the checks once this many wait (each holds a slot and its op's target)
 SLOTS = MAX_PENDING  # per-check words of a thread's error buffer on a device (1..SLOTS; word 0: any of them)
@@ -41,6 +41,11 @@ class _Ring:
         self.buf = cl.Buffer(dev.context, cl.mem_flags.READ_WRITE, 4 * (SLOTS + 1))
         cl.enqueue_fill_buffer(dev.queue, self.buf, np.int32(0), 0, 4 * (SLOTS + 1))
         self.free = list(range(SLOTS, 0, -1))
+        self.reserved: set = set()  # slots a captured graph's launches write: never handed out until it is reset
+
+    def release(self, slot: int) -> None:
+        if slot not in self.reserved:
+            self.free.append(slot)
 
 
 class _State:
@@ -85,6 +90,10 @@ def error_slot(dev) -> tuple:
     ring = _ring(state, dev)
     if not ring.free:
         check_pending()  # every slot waits: look at them (frees them all, or raises)
+    if not ring.free:
+        capture.refuse(f"every one of the {SLOTS} deferred-check slots is held by captured graphs")
+        raise RuntimeError(f"every one of the {SLOTS} deferred bounds-check slots of this thread is held by captured "
+                           "graphs: reset() graphs you no longer replay")
     return ring.buf, ring.free.pop()
 
 
@@ -94,6 +103,11 @@ def defer_slot(dev, slot: int, on_error, what: str = "", keep=None) -> None:
     cl = runtime.pyopencl()
     state = _state()
     ring = _ring(state, dev)
+    rec = capture.current()
+    if rec is not None:  # the graph copies the slot after each replay; the slot stays its own
+        ring.reserved.add(slot)
+        rec.checks.append((dev, slot, on_error, what, keep))
+        return
     host = np.zeros(1, np.int32)
     event = cl.enqueue_copy(dev.queue, host, ring.buf, src_offset=4 * slot, is_blocking=False)
     done = cl.command_execution_status.COMPLETE
@@ -102,13 +116,22 @@ def defer_slot(dev, slot: int, on_error, what: str = "", keep=None) -> None:
     keep_checks = []
     for check in state.pending:
         if check[0].command_execution_status == done and not check[1][0]:
-            state.rings[check[2].index].free.append(check[3])
+            state.rings[check[2].index].release(check[3])
         else:
             keep_checks.append(check)
     keep_checks.append((event, host, dev, slot, keep, on_error, what))
     state.pending = keep_checks
     if len(keep_checks) >= MAX_PENDING or runtime.LAUNCH_BLOCKING:  # blocking launches: the op that failed raises
         check_pending()
+
+
+def unreserve(dev, slot: int) -> None:
+    """A reset graph's slot: free again (now, or when the check of its last replay is looked at)."""
+    state = _state()
+    ring = _ring(state, dev)
+    ring.reserved.discard(slot)
+    if not any(check[2] is dev and check[3] == slot for check in state.pending):
+        ring.free.append(slot)
 
 
 def _failed(state: _State) -> list:
@@ -124,7 +147,7 @@ def _failed(state: _State) -> list:
         if host[0]:
             failed.append(check)
             cl.enqueue_fill_buffer(dev.queue, state.rings[dev.index].buf, np.int32(0), 4 * slot, 4)
-        state.rings[dev.index].free.append(slot)
+        state.rings[dev.index].release(slot)
     for dev in {check[2] for check in failed}:  # every check of the thread was looked at: the summary too
         cl.enqueue_fill_buffer(dev.queue, state.rings[dev.index].buf, np.int32(0), 0, 4)
     return failed

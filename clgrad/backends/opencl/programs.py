@@ -32,7 +32,7 @@ from ..._version import __version__
 from ...registry.elementwise import OPS
 from ...registry.reductions import REDUCTIONS
 from .. import add_cache_listener, invalidate  # noqa: F401 (re-exported: the OpenCL code registers here)
-from . import groups, runtime
+from . import capture, groups, runtime
 
 KERNEL_DIR = Path(__file__).resolve().parents[2] / "kernels"
 _lookup = TemplateLookup(directories=[str(KERNEL_DIR)], strict_undefined=True, input_encoding="utf-8")
@@ -160,7 +160,7 @@ def get_kernel(dev: runtime.CLDevice, template: str, name: str, arg_dtypes: tupl
             program, real_name = _build(dev, render(template, name=name, **render_params(template, params)), name), name
         kernel = cl.Kernel(program, real_name)
         kernel.set_scalar_arg_dtypes(list(arg_dtypes))
-        kernel = dev.kernels[key] = LockedKernel(kernel, name, dev)
+        kernel = dev.kernels[key] = LockedKernel(kernel, name, dev, tuple(arg_dtypes), template)
     return kernel if _recorder is None else RecordedKernel(kernel, name, dev)
 
 
@@ -171,12 +171,17 @@ class LockedKernel:
     arguments. An uncontended lock costs well under a microsecond. Each launch notes its name on the device (a
     wait that takes too long names it); with ``CLGRAD_LAUNCH_BLOCKING=1`` each launch is waited for."""
 
-    __slots__ = ("kernel", "lock", "name", "dev")
+    __slots__ = ("kernel", "lock", "name", "dev", "arg_dtypes", "template")
 
-    def __init__(self, kernel, name: str, dev: runtime.CLDevice):
+    def __init__(self, kernel, name: str, dev: runtime.CLDevice, arg_dtypes: tuple = (), template: str = ""):
         self.kernel, self.lock, self.name, self.dev = kernel, threading.Lock(), name, dev
+        self.arg_dtypes, self.template = arg_dtypes, template  # what a graph capture clones the kernel with
 
     def __call__(self, queue, *args, **kwargs):
+        if capture.active is not None:  # a graph capture (capture.py): record the launch instead of running it
+            rec = capture.current()
+            if rec is not None:
+                return rec.launch(self, queue, args[0], args[1], args[2:])
         if tracing is not None:
             tracing.launches += 1
         with self.lock:

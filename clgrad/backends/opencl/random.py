@@ -12,6 +12,12 @@ _MASK32 = 0xFFFFFFFF
 _MASK64 = 0xFFFFFFFFFFFFFFFF
 
 
+def philox_args(seed: int, offset: int) -> dict:
+    """The random kernels' (key, counter base) arguments by position, for a graph replay (capture.py)."""
+    seed &= _MASK64
+    return {3: np.uint32(seed & _MASK32), 4: np.uint32(seed >> 32), 5: np.uint64(offset & _MASK64)}
+
+
 class CLRandom:
     PRIMITIVES = ("random", "random_gamma")
 
