@@ -1,7 +1,7 @@
 """Real third-party PyTorch programs run with only the import changed (issue 16).
 
-``tests/programs/`` holds compact versions of 15 public PyTorch training programs (pytorch/examples, pygcn,
-pyGAT), written against ``torch`` exactly as their authors wrote them; only the data is synthetic and the sizes
+``tests/programs/`` holds compact versions of 16 public PyTorch training programs (pytorch/examples, pygcn,
+pyGAT, the AMP recipe), written against ``torch`` exactly as their authors wrote them; only the data is synthetic and the sizes
 small. Each test rewrites the program's import lines and nothing else (``import torch`` -> ``import clgrad as
 torch``, ``from torch.x import y`` -> ``from clgrad.x import y``), imports the result as a module and runs its
 ``main()``, which returns the training losses. The programs pick their device as PyTorch's own examples now do
@@ -25,6 +25,7 @@ CASES = {
     "regression": True, "mnist_cnn": True, "mnist_rnn": True, "vae": True, "word_lm_lstm": True,
     "word_lm_transformer": True, "time_sequence": True, "dcgan": False, "siamese": True, "forward_forward": True,
     "gcn": True, "gat": True, "super_resolution": True, "mnist_hogwild": True, "reinforce": False,
+    "amp_recipe": True,
 }
 _IMPORT = re.compile(r"^(\s*)(import|from)\s+torch\b(.*)$", re.M)
 
