@@ -14,10 +14,9 @@ import numpy as np
 from .. import dtypes as D
 from ..autograd.grad_mode import no_grad
 from . import creation
-
-from .math import relu
 from .conv import _check_float, _check_tensor, _ints
 from .guard import tensor_first
+from .math import relu
 from .padding import pad as _pad
 from .pool_window import adaptive, box_argmax, sliding, take
 from .pooling import _check_dim_range, _one, _pool_out, avg_pool1d, avg_pool2d, max_pool1d, max_pool2d
