@@ -170,8 +170,10 @@ class _LazyNormMixin(LazyModuleMixin):
         self.reset_parameters()
 
 
-def _lazy_norm(name: str, base, affine: bool, track: bool):
-    def __init__(self, eps=1e-5, momentum=0.1, affine=affine, track_running_stats=track, device=None, dtype=None):
+def _lazy_norm(name: str, base):
+    """PyTorch's lazy norms all default to affine=True, track_running_stats=True (the instance norms too)."""
+
+    def __init__(self, eps=1e-5, momentum=0.1, affine=True, track_running_stats=True, device=None, dtype=None):
         _LazyNormMixin.__init__(self, eps, momentum, affine, track_running_stats, device, dtype)
 
     doc = f"A {base.__name__} whose ``num_features`` is dim 1 of the first input."
@@ -179,9 +181,9 @@ def _lazy_norm(name: str, base, affine: bool, track: bool):
                                                 "__module__": __name__})
 
 
-LazyBatchNorm1d = _lazy_norm("LazyBatchNorm1d", BatchNorm1d, True, True)
-LazyBatchNorm2d = _lazy_norm("LazyBatchNorm2d", BatchNorm2d, True, True)
-LazyBatchNorm3d = _lazy_norm("LazyBatchNorm3d", BatchNorm3d, True, True)
-LazyInstanceNorm1d = _lazy_norm("LazyInstanceNorm1d", InstanceNorm1d, True, True)  # PyTorch: True here too
-LazyInstanceNorm2d = _lazy_norm("LazyInstanceNorm2d", InstanceNorm2d, True, True)  # PyTorch: True here too
-LazyInstanceNorm3d = _lazy_norm("LazyInstanceNorm3d", InstanceNorm3d, True, True)  # PyTorch: True here too
+LazyBatchNorm1d = _lazy_norm("LazyBatchNorm1d", BatchNorm1d)
+LazyBatchNorm2d = _lazy_norm("LazyBatchNorm2d", BatchNorm2d)
+LazyBatchNorm3d = _lazy_norm("LazyBatchNorm3d", BatchNorm3d)
+LazyInstanceNorm1d = _lazy_norm("LazyInstanceNorm1d", InstanceNorm1d)
+LazyInstanceNorm2d = _lazy_norm("LazyInstanceNorm2d", InstanceNorm2d)
+LazyInstanceNorm3d = _lazy_norm("LazyInstanceNorm3d", InstanceNorm3d)
