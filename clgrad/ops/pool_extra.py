@@ -17,6 +17,7 @@ from .gather import scatter, scatter_add
 from .guard import tensor_first
 from .pool3d import _planes
 from .pool_window import box_argmax, take
+from .pooling import max_pool2d
 
 __all__ = ["max_pool2d_with_indices_backward"]
 FUNCTIONAL = ["fractional_max_pool2d", "fractional_max_pool3d", "fractional_max_pool2d_with_indices",
@@ -175,8 +176,15 @@ def max_unpool3d(input, indices, kernel_size, stride=None, padding=0, output_siz
     return _unpool(3, input, indices, kernel_size, stride, padding, output_size)
 
 
-def max_pool2d_with_indices_backward(grad_output, input, kernel_size, stride, padding, dilation, ceil_mode, indices):
-    """max_pool2d's input gradient: ``grad_output`` added at ``indices`` (aten's op, for op_db and tests)."""
+def max_pool2d_with_indices_backward(grad_output, input=None, kernel_size=(), stride=(), padding=(0,),  # noqa: A002
+                                     dilation=(1,), ceil_mode=False, indices=None, **kwargs):
+    """max_pool2d's input gradient: ``grad_output`` added at ``indices`` (aten's op).
+
+    Called with one tensor and keywords (``indices`` None), it is op_db's sample function of that name: the
+    gradient of max_pool2d of that tensor for a gradient of ones."""
+    if indices is None:
+        out, indices = max_pool2d(grad_output, kernel_size, stride or None, padding, dilation, ceil_mode, True)
+        grad_output, input = creation.ones(out.shape, dtype=out.dtype, device=out.device), grad_output  # noqa: A001
     planes = _planes(input, 2)
     g = grad_output.reshape(planes.shape[0], -1)
     out = creation.zeros(planes.shape[0], planes.shape[1] * planes.shape[2], dtype=grad_output.dtype,
