@@ -34,6 +34,15 @@ CASES = [
 ]
 
 
+OPENCL_CASES = {1, 2, 4, 7, 9}
+
+def _on_device(device, i: int, subset) -> None:
+    """Every case runs on cpu; an OpenCL device runs ``subset``: these ops are composed of primitives that their
+    own tests check on every device, so a few cases per op there keep the suite fast."""
+    if device != "cpu" and i not in subset:
+        pytest.skip("cpu-only case (composed ops; a subset runs on each OpenCL device)")
+
+
 def _ids(case):
     return f"{case[0]}-{'x'.join(map(str, case[1]))}-" + ",".join(f"{k}={v}" for k, v in case[-1].items())
 
@@ -63,9 +72,10 @@ def _check(device, op, arrays, kwargs, layout="contiguous"):
             np.testing.assert_allclose(mine.grad.cpu().numpy(), their.grad.numpy(), rtol=tol, atol=tol)
 
 
-@pytest.mark.parametrize("case", CASES, ids=_ids)
-def test_conv3d(device, case):
-    op, xs, ws, kwargs = case
+@pytest.mark.parametrize("i", range(len(CASES)), ids=[_ids(c) for c in CASES])
+def test_conv3d(device, i):
+    _on_device(device, i, OPENCL_CASES)
+    op, xs, ws, kwargs = CASES[i]
     _check(device, op, _arrays(op, xs, ws, kwargs), kwargs)
 
 
@@ -79,7 +89,7 @@ def test_conv3d_layouts(device, layout):
 def test_gradcheck(device, op):
     dt, kw = grad_precision(device)
     opts = dict(dtype=getattr(clgrad, dt), device=device, requires_grad=True)
-    x = clgrad.randn(1, 2, 3, 2, 2, **opts)
+    x = clgrad.randn(1, 2, 3, 2, 1, **opts)
     if op == "conv3d":
         w, b = clgrad.randn(2, 1, 2, 2, 1, **opts), clgrad.randn(2, **opts)
 

@@ -16,7 +16,7 @@ F = torch.nn.functional
 
 # (op, input shape, positional args, keyword arguments): one line per case
 CASES = [
-    ("max_pool3d", (2, 2, 5, 6, 7), (2,), {"return_indices": True}),
+    ("max_pool3d", (2, 2, 4, 5, 6), (2,), {"return_indices": True}),
     ("max_pool3d", (1, 2, 5, 6, 7), ((2, 3, 2),), {"stride": (1, 2, 2), "padding": (1, 1, 0), "dilation": (2, 1, 1),
                                                    "ceil_mode": True, "return_indices": True}),
     ("max_pool3d", (2, 5, 4, 6), (3,), {"stride": 2, "padding": 1, "return_indices": True}),  # unbatched
@@ -35,6 +35,16 @@ CASES = [
     ("lp_pool2d", (2, 3, 6, 7), (3.0, (3, 2)), {"ceil_mode": True}),
     ("lp_pool3d", (1, 2, 5, 6, 7), (2.0, (2, 3, 2)), {"stride": (1, 2, 2)}),
 ]
+
+
+OPENCL_CASES = {0, 1, 6, 7, 10, 12, 15}
+OPENCL_MODULES = {0, 4}
+
+def _on_device(device, i: int, subset) -> None:
+    """Every case runs on cpu; an OpenCL device runs ``subset``: these ops are composed of primitives that their
+    own tests check on every device, so a few cases per op there keep the suite fast."""
+    if device != "cpu" and i not in subset:
+        pytest.skip("cpu-only case (composed ops; a subset runs on each OpenCL device)")
 
 
 def _ids(case):
@@ -74,16 +84,17 @@ def _check(device, op, x, args, kwargs, layout="contiguous", extra=()):
     np.testing.assert_allclose(ours.grad.cpu().numpy(), theirs.grad.numpy(), rtol=tol, atol=tol)
 
 
-@pytest.mark.parametrize("case", CASES, ids=_ids)
-def test_pool(device, case):
-    op, shape, args, kwargs = case
+@pytest.mark.parametrize("i", range(len(CASES)), ids=[_ids(c) for c in CASES])
+def test_pool(device, i):
+    _on_device(device, i, OPENCL_CASES)
+    op, shape, args, kwargs = CASES[i]
     x = np.random.standard_normal(shape)
     _check(device, op, np.abs(x) + 0.1 if op.startswith("lp") else x, args, kwargs)
 
 
 @pytest.mark.parametrize("layout", ["transposed", "sliced"])
 def test_layouts(device, layout):
-    for op, shape, args, kwargs in (CASES[1], CASES[7], CASES[12]):
+    for op, shape, args, kwargs in (CASES[1], CASES[7]):
         _check(device, op, np.random.standard_normal(shape), args, kwargs, layout)
 
 
@@ -145,18 +156,20 @@ def test_max_pool2d_with_indices_backward(device):
 
 
 GRADCHECK = [
-    ("max_pool3d", (1, 2, 3, 4, 3), lambda x: CF.max_pool3d(x, 2, stride=1, padding=1)),
-    ("avg_pool3d", (1, 2, 3, 4, 3), lambda x: CF.avg_pool3d(x, 2, padding=1, ceil_mode=True, count_include_pad=False)),
-    ("adaptive_max_pool2d", (1, 2, 5, 4), lambda x: CF.adaptive_max_pool2d(x, 3)),
-    ("lp_pool2d", (1, 2, 4, 4), lambda x: CF.lp_pool2d(x.abs() + 0.5, 2.0, 2)),
-    ("fractional_max_pool2d", (2, 1, 5, 5),
+    ("max_pool3d", (1, 1, 3, 3, 2), lambda x: CF.max_pool3d(x, 2, stride=1, padding=1)),
+    ("avg_pool3d", (1, 1, 3, 3, 2), lambda x: CF.avg_pool3d(x, 2, padding=1, ceil_mode=True, count_include_pad=False)),
+    ("adaptive_max_pool2d", (1, 1, 5, 4), lambda x: CF.adaptive_max_pool2d(x, 3)),
+    ("lp_pool2d", (1, 1, 4, 4), lambda x: CF.lp_pool2d(x.abs() + 0.5, 2.0, 2)),
+    ("fractional_max_pool2d", (1, 1, 5, 5),
      lambda x: CF.fractional_max_pool2d(x, 2, output_size=3,
-                                        _random_samples=clgrad.full((2, 1, 2), 0.4, dtype=x.dtype, device=x.device))),
+                                        _random_samples=clgrad.full((1, 1, 2), 0.4, dtype=x.dtype, device=x.device))),
 ]
 
 
-@pytest.mark.parametrize("case", GRADCHECK, ids=[c[0] for c in GRADCHECK])
-def test_gradcheck(device, case):
+@pytest.mark.parametrize("i", range(len(GRADCHECK)), ids=[c[0] for c in GRADCHECK])
+def test_gradcheck(device, i):
+    _on_device(device, i, {0, 4})
+    case = GRADCHECK[i]
     dt, kw = grad_precision(device)
     # distinct values well apart: a finite-difference step never changes which element is the max
     x = np.random.permutation(np.prod(case[1])).reshape(case[1]) * 0.1
@@ -224,9 +237,10 @@ MODULES = [
 ]
 
 
-@pytest.mark.parametrize("case", MODULES, ids=[c[0] for c in MODULES])
-def test_modules(device, case):
-    name, args, kwargs, shape = case
+@pytest.mark.parametrize("i", range(len(MODULES)), ids=[c[0] for c in MODULES])
+def test_modules(device, i):
+    _on_device(device, i, OPENCL_MODULES)
+    name, args, kwargs, shape = MODULES[i]
     dt = _dtype(device)
     x = np.abs(np.random.standard_normal(shape)).astype(dt) + 0.1
     ours, theirs = getattr(clgrad.nn, name)(*args, **kwargs), getattr(torch.nn, name)(*args, **kwargs)
