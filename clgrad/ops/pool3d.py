@@ -21,8 +21,8 @@ from .padding import pad as _pad
 from .pool_window import adaptive, box_argmax, sliding, take
 from .pooling import _check_dim_range, _one, _pool_out, avg_pool1d, avg_pool2d, max_pool1d, max_pool2d
 
-__all__ = ["max_pool3d", "max_pool1d_with_indices", "adaptive_max_pool1d", "avg_pool3d"]
-FUNCTIONAL = __all__ + ["max_pool2d_with_indices", "max_pool3d_with_indices", "adaptive_max_pool2d",
+__all__ = ["max_pool3d", "max_pool1d_with_indices", "adaptive_max_pool1d"]  # torch.<name> too
+FUNCTIONAL = __all__ + ["avg_pool3d", "max_pool2d_with_indices", "max_pool3d_with_indices", "adaptive_max_pool2d",
                         "adaptive_max_pool3d", "adaptive_max_pool1d_with_indices", "adaptive_max_pool2d_with_indices",
                         "adaptive_max_pool3d_with_indices", "lp_pool1d", "lp_pool2d", "lp_pool3d"]
 

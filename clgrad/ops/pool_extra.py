@@ -19,7 +19,7 @@ from .pool3d import _planes
 from .pool_window import box_argmax, take
 from .pooling import max_pool2d
 
-__all__ = ["max_pool2d_with_indices_backward"]
+__all__ = ["max_pool2d_with_indices_backward"]  # aten's op, at the top level for op_db (torch.ops.aten there)
 FUNCTIONAL = ["fractional_max_pool2d", "fractional_max_pool3d", "fractional_max_pool2d_with_indices",
               "fractional_max_pool3d_with_indices", "max_unpool1d", "max_unpool2d", "max_unpool3d"]
 
