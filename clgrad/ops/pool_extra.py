@@ -16,7 +16,7 @@ from .conv import _check_float, _check_tensor, _ints
 from .gather import scatter, scatter_add
 from .guard import tensor_first
 from .pool3d import _planes
-from .pool_window import box_argmax, take
+from .pool_window import box_argmax, flat, take
 from .pooling import max_pool2d
 
 __all__ = ["max_pool2d_with_indices_backward"]  # aten's op, at the top level for op_db (torch.ops.aten there)
@@ -146,7 +146,7 @@ def _unpool(dims: int, input, indices, kernel_size, stride, padding, output_size
         raise RuntimeError(f"Expected shape of indices to be same as that of the input tensor ({list(input.shape)}) "
                            f"but got indices tensor with shape: {list(indices.shape)}")
     planes = _planes(input, dims)
-    idx = indices.reshape(planes.shape[0], -1)
+    idx = flat(indices.reshape(planes.shape))
     total = int(np.prod(size))
     if idx.numel():
         lo, hi = int(idx.min().item()), int(idx.max().item())
@@ -154,7 +154,7 @@ def _unpool(dims: int, input, indices, kernel_size, stride, padding, output_size
             raise RuntimeError(f"Found an invalid max index: {hi if hi >= total else lo} (output volumes are of size "
                                f"{'x'.join(map(str, size))})")
     out = creation.zeros(planes.shape[0], total, dtype=input.dtype, device=input.device)
-    out = scatter(out, 1, idx, planes.reshape(planes.shape[0], -1))
+    out = scatter(out, 1, idx, flat(planes))
     return out.reshape(*input.shape[:input.dim() - dims], *size)
 
 
@@ -186,10 +186,10 @@ def max_pool2d_with_indices_backward(grad_output, input=None, kernel_size=(), st
         out, indices = max_pool2d(grad_output, kernel_size, stride or None, padding, dilation, ceil_mode, True)
         grad_output, input = creation.ones(out.shape, dtype=out.dtype, device=out.device), grad_output  # noqa: A001
     planes = _planes(input, 2)
-    g = grad_output.reshape(planes.shape[0], -1)
+    g = flat(grad_output.reshape(planes.shape[0], *grad_output.shape[-2:]))
     out = creation.zeros(planes.shape[0], planes.shape[1] * planes.shape[2], dtype=grad_output.dtype,
                          device=grad_output.device)
-    return scatter_add(out, 1, indices.reshape(planes.shape[0], -1), g).reshape(input.shape)
+    return scatter_add(out, 1, flat(indices.reshape(g.shape)), g).reshape(input.shape)
 
 
 def install(T) -> None:

@@ -65,7 +65,11 @@ def _reduce_dim(v, fi, dim: int, table: np.ndarray):
     return values.movedim(-1, dim), gather(fi, -1, pos).movedim(-1, dim)
 
 
+def flat(t):
+    """[P, *S] as [P, prod(S)] (explicit sizes: P may be 0)."""
+    return t.reshape(t.shape[0], int(np.prod(t.shape[1:], dtype=np.int64)))
+
+
 def take(x, fi):
     """``x`` [P, *S] at flat spatial indices ``fi`` [P, *O]: the pooled values, differentiable in x."""
-    p = x.shape[0]
-    return gather(x.reshape(p, -1), 1, fi.reshape(p, -1)).reshape(fi.shape)
+    return gather(flat(x), 1, flat(fi)).reshape(fi.shape)

@@ -31,6 +31,7 @@ CASES = [
     ("conv_transpose3d", (2, 3, 3, 4), (2, 3, 2, 2, 2), {"stride": 3, "output_padding": 2}),  # unbatched
     ("conv_transpose3d", (1, 2, 2, 3, 3), (2, 2, 2, 2, 2), {"dilation": 3, "output_padding": (2, 1, 0),
                                                             "padding": 1}),
+    ("conv_transpose3d", (0, 2, 2, 2, 2), (2, 1, 2, 2, 2), {}),  # empty batch
 ]
 
 

@@ -34,6 +34,9 @@ CASES = [
     ("lp_pool1d", (2, 3, 7), (2.0, 3), {"stride": 2}),
     ("lp_pool2d", (2, 3, 6, 7), (3.0, (3, 2)), {"ceil_mode": True}),
     ("lp_pool3d", (1, 2, 5, 6, 7), (2.0, (2, 3, 2)), {"stride": (1, 2, 2)}),
+    ("max_pool3d", (0, 2, 3, 4, 4), (2,), {"return_indices": True}),  # empty batch
+    ("avg_pool3d", (0, 2, 3, 4, 4), (2,), {}),
+    ("adaptive_max_pool3d", (0, 2, 3, 4, 4), (2,), {"return_indices": True}),
 ]
 
 
