@@ -69,7 +69,7 @@ def _fractional(op: str, dims: int, input, kernel_size, output_size, output_rati
         samples = rand(batch, input.shape[-dims - 1], dims, dtype=input.dtype, device=input.device)
     if samples.dim() != 3 or samples.shape[2] != dims:
         raise RuntimeError(f"Expect _random_samples.size(2) equals to {dims}; got {samples.shape[-1]}.")
-    s = samples.detach().cpu().numpy().reshape(-1, dims)
+    s = samples.detach().cpu().numpy().astype(input.dtype.np).reshape(-1, dims)  # intervals in the input dtype
     if s.shape[0] != planes.shape[0]:
         raise RuntimeError(f"Expect _random_samples to have {planes.shape[0]} planes; got {s.shape[0]}.")
     # PyTorch's 2-D kernel takes sample 0 for the width, 1 for the height; the 3-D one takes them in (t, h, w) order
