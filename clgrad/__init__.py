@@ -32,6 +32,9 @@ from .ops.stats_extra import *  # noqa: F401,F403
 from .ops.scans_extra import *  # noqa: F401,F403
 from .ops.conv import *  # noqa: F401,F403
 from .ops.pooling import *  # noqa: F401,F403
+from .ops.conv3d import *  # noqa: F401,F403
+from .ops.pool3d import *  # noqa: F401,F403
+from .ops.pool_extra import *  # noqa: F401,F403
 from .ops.nnops import *  # noqa: F401,F403
 from .ops.norms import *  # noqa: F401,F403
 from .ops.pixel import *  # noqa: F401,F403

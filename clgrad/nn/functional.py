@@ -3,6 +3,7 @@ from __future__ import annotations
 
 from ..ops import activations as _activations
 from ..ops import conv as _conv
+from ..ops import conv3d as _conv3d
 from ..ops import distance as _distance
 from ..ops import joins as _joins
 from ..ops import linalg as _linalg
@@ -12,11 +13,13 @@ from ..ops import nnops as _nnops
 from ..ops import norms as _norms
 from ..ops import padding as _padding
 from ..ops import pixel as _pixel
+from ..ops import pool3d as _pool3d
+from ..ops import pool_extra as _pool_extra
 from ..ops import pooling as _pooling
 from ..ops import resample as _resample
 
 for _m in (_conv, _pooling, _resample, _nnops, _norms, _linalg, _losses, _joins, _padding, _pixel,
-           _activations, _distance, _losses_extra):
+           _activations, _distance, _losses_extra, _conv3d, _pool3d, _pool_extra):
     globals().update({name: getattr(_m, name) for name in _m.FUNCTIONAL})
 del _m
 from ..ops.math import FUNCTIONAL_ACTIVATIONS as _ACT  # noqa: E402

@@ -1,4 +1,5 @@
-"""Conv1d, Conv2d, ConvTranspose1d, ConvTranspose2d."""
+"""Conv1d/2d/3d, ConvTranspose1d/2d/3d and their Lazy forms (3-D convolutions are composed from 2-D ones:
+ops/conv3d.py)."""
 from __future__ import annotations
 
 import math
@@ -6,7 +7,8 @@ import math
 from ...ops import creation
 from .. import functional as F
 from .. import init
-from ..parameter import Parameter
+from ..parameter import Parameter, UninitializedParameter
+from .lazy import LazyModuleMixin
 from .linear import _uniform_bias
 from .module import Module
 
@@ -165,3 +167,75 @@ class ConvTranspose2d(_ConvTranspose):
 
     _dims = 2
     _fn = staticmethod(F.conv_transpose2d)
+
+
+class Conv3d(_Conv):
+    """3-D convolution over (N, C, D, H, W) input; PyTorch's signature and initialisation.
+
+    >>> nn.Conv3d(2, 4, 3, padding=1)(clgrad.ones(1, 2, 4, 5, 6)).shape
+    clgrad.Size([1, 4, 4, 5, 6])
+    """
+
+    _dims = 3
+    _fn = staticmethod(F.conv3d)
+
+
+class ConvTranspose3d(_ConvTranspose):
+    """Transposed 3-D convolution; weight (in_channels, out_channels // groups, kD, kH, kW)."""
+
+    _dims = 3
+    _fn = staticmethod(F.conv_transpose3d)
+
+
+# ---- lazy forms: in_channels from the first input ------------------------------------------------------
+class _LazyConvMixin(LazyModuleMixin):
+    def _lazy_init(self, out_channels: int, bias: bool, device, dtype) -> None:
+        self.weight = UninitializedParameter(device=device, dtype=dtype)
+        self.out_channels = out_channels
+        if bias:
+            self.bias = UninitializedParameter(device=device, dtype=dtype)
+
+    def reset_parameters(self) -> None:
+        if not self.has_uninitialized_params() and self.in_channels != 0:
+            super().reset_parameters()
+
+    def initialize_parameters(self, input, *args, **kwargs) -> None:
+        if not self.has_uninitialized_params():
+            return
+        self.in_channels = input.shape[0] if input.dim() == self._dims + 1 else input.shape[1]
+        if self.in_channels % self.groups != 0:
+            raise ValueError("in_channels must be divisible by groups")
+        if self.transposed:
+            shape = (self.in_channels, self.out_channels // self.groups)
+        else:
+            shape = (self.out_channels, self.in_channels // self.groups)
+        self.weight.materialize(shape + tuple(self.kernel_size))
+        if self.bias is not None:
+            self.bias.materialize((self.out_channels,))
+        self.reset_parameters()
+
+
+def _lazy_conv(name: str, base):
+    def __init__(self, out_channels, kernel_size, stride=1, padding=0, dilation=1, groups=1, bias=True,
+                 padding_mode="zeros", device=None, dtype=None):
+        LazyModuleMixin.__init__(self, 0, 0, kernel_size, stride, padding, dilation, groups, False, padding_mode)
+        self._lazy_init(out_channels, bias, device, dtype)
+
+    def __init_t__(self, out_channels, kernel_size, stride=1, padding=0, output_padding=0, groups=1, bias=True,
+                   dilation=1, padding_mode="zeros", device=None, dtype=None):
+        LazyModuleMixin.__init__(self, 0, 0, kernel_size, stride, padding, output_padding, groups, False, dilation,
+                                 padding_mode)
+        self._lazy_init(out_channels, bias, device, dtype)
+
+    init = __init_t__ if "Transpose" in name else __init__
+    doc = f"A {base.__name__} whose ``in_channels`` is the channel count of the first input."
+    return type(name, (_LazyConvMixin, base), {"cls_to_become": base, "__init__": init, "__doc__": doc,
+                                                "__module__": __name__})
+
+
+LazyConv1d = _lazy_conv("LazyConv1d", Conv1d)
+LazyConv2d = _lazy_conv("LazyConv2d", Conv2d)
+LazyConv3d = _lazy_conv("LazyConv3d", Conv3d)
+LazyConvTranspose1d = _lazy_conv("LazyConvTranspose1d", ConvTranspose1d)
+LazyConvTranspose2d = _lazy_conv("LazyConvTranspose2d", ConvTranspose2d)
+LazyConvTranspose3d = _lazy_conv("LazyConvTranspose3d", ConvTranspose3d)

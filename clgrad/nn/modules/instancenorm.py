@@ -9,9 +9,10 @@ import warnings
 
 from ...autograd.grad_mode import no_grad
 from .. import functional as F
-from .batchnorm import _NormBase
+from .batchnorm import _lazy_norm, _NormBase
 
-__all__ = ["InstanceNorm1d", "InstanceNorm2d", "InstanceNorm3d"]
+__all__ = ["InstanceNorm1d", "InstanceNorm2d", "InstanceNorm3d", "LazyInstanceNorm1d", "LazyInstanceNorm2d",
+           "LazyInstanceNorm3d"]
 
 
 class _InstanceNorm(_NormBase):
@@ -73,3 +74,8 @@ class InstanceNorm3d(_InstanceNorm):
     """Over (N, C, D, H, W) or (C, D, H, W) input."""
 
     _spatial = 3
+
+
+LazyInstanceNorm1d = _lazy_norm("LazyInstanceNorm1d", InstanceNorm1d)
+LazyInstanceNorm2d = _lazy_norm("LazyInstanceNorm2d", InstanceNorm2d)
+LazyInstanceNorm3d = _lazy_norm("LazyInstanceNorm3d", InstanceNorm3d)
