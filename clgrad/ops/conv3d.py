@@ -9,6 +9,7 @@ each pair into its output depth.
 """
 from __future__ import annotations
 
+from ..amp.policy import autocast_lower
 from .conv import (
     _check_conv_shapes,
     _conv_any,
@@ -42,6 +43,7 @@ def _depth_columns(x, kd: int, sd: int, dd: int, pd: tuple, od: int, groups: int
     return taps.reshape(n * od, groups * kd * (c // groups), h, w)
 
 
+@autocast_lower
 def conv3d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
     """3-D convolution of [N, C, D, H, W] (or unbatched [C, D, H, W]) with weight [Co, C/groups, kd, kh, kw].
 
@@ -100,6 +102,7 @@ def _transpose_checks(input, weight, bias, stride, padding, output_padding, grou
     return x, batched, stride, padding, dilation, output_padding, size
 
 
+@autocast_lower
 def conv_transpose3d(input, weight, bias=None, stride=1, padding=0, output_padding=0, groups=1, dilation=1):
     """3-D transposed convolution (the input gradient of conv3d); weight is [C, Co/groups, kd, kh, kw]."""
     x, batched, stride, padding, dilation, output_padding, size = _transpose_checks(
