@@ -34,7 +34,7 @@ def _item_dtype(x) -> D.dtype:
     if isinstance(x, str):
         raise TypeError(f"new(): invalid data type '{type(x).__name__}'")
     if isinstance(x, complex):
-        raise TypeError("complex tensors are not supported")
+        return D.complex_of(D.get_default_dtype())
     raise RuntimeError(f"Could not infer dtype of {type(x).__name__}")
 
 
@@ -291,7 +291,7 @@ def _fill_value(value, fn: str = "full"):
     """A Python number from ``fill_value`` (a number or a 0-dim tensor), else PyTorch's TypeError."""
     if is_tensor(value) and value.dim() == 0:
         value = value.item()
-    if not isinstance(value, (Number, np.bool_)) or isinstance(value, complex):
+    if not isinstance(value, (Number, np.bool_)):
         raise TypeError(f"{fn}(): argument 'fill_value' (position 2) must be Number, not {type(value).__name__}")
     return value
 

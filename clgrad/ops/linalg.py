@@ -43,6 +43,8 @@ def _product(op: str, a, b):
     """The [B, M, N] product of a [B, M, K] and b [B, K, N] views, shapes and dtypes already checked."""
     if a.dtype is D.bool:
         raise NotImplementedError(f"'{op}' is not implemented for dtype bool on device {a.device}")
+    if a.dtype.kind == "c":
+        raise P.unsupported(op, a.dtype, a.device)
     out = Tensor._empty((a.shape[0], a.shape[1], b.shape[2]), a.dtype, a.device)
     backends.get(a.device).matmul(out, a, b)
     return out
@@ -66,6 +68,8 @@ def _mm_fast(a, b):
 
 def mm(input, mat2):
     """Matrix product of two 2-D tensors: ``clgrad.mm(a, b)`` for a [n, m] and b [m, p] gives [n, p]."""
+    if P.has_complex((input, mat2)):
+        return P.COMPLEX["mm"](input, mat2)
     out = _mm_fast(input, mat2)
     if out is not None:
         return out
@@ -95,6 +99,8 @@ def _mm(input, mat2):
 
 def bmm(input, mat2):
     """Batched matrix product of 3-D tensors with equal batch: [b, n, m] @ [b, m, p] gives [b, n, p]."""
+    if P.has_complex((input, mat2)):
+        return P.COMPLEX["bmm"](input, mat2)
     _check_tensors("bmm", input=input, mat2=mat2)
     if needs_graph(input, mat2):
         return Matmul.apply(input, mat2, "bmm")
@@ -223,6 +229,8 @@ def matmul(input, other):
     >>> clgrad.matmul(clgrad.ones(2, 1, 3, 4), clgrad.ones(5, 4, 2)).shape
     clgrad.Size([2, 5, 3, 2])
     """
+    if P.has_complex((input, other)):
+        return P.COMPLEX["matmul"](input, other)
     out = _mm_fast(input, other)
     if out is not None:
         return out
