@@ -53,7 +53,7 @@ def connect(ctx, args, outputs, is_view: bool = False):
         elif any(out is a for a in args):
             out = out._view(out._shape, out._strides)  # an input returned as-is becomes a new alias
         od = out.__dict__
-        if id(out) in non_diff or not out.dtype.is_floating_point:
+        if id(out) in non_diff or out.dtype.kind not in "fc":
             od["_grad_fn"], out._requires_grad = None, False
         else:
             od["_grad_fn"], out._output_nr = ctx, i

@@ -22,6 +22,7 @@ from ..autograd.function import Function
 from ..autograd.graph import needs_graph
 from ..tensor import Tensor, is_tensor
 from . import pointwise as P
+from .math import where as _where
 from .joins import stack
 from .views import broadcast_shapes
 
@@ -225,7 +226,7 @@ def angle(input: Tensor) -> Tensor:
     if input.dtype.kind == "c":
         return P.complex_op("angle", (input,))
     x = input if input.dtype.kind == "f" else input.to(D.get_default_dtype())
-    return x.isnan().where(x, (x < 0).where(math.pi, 0.0).to(x.dtype))
+    return _where(x.isnan(), x, _where(x < 0, math.pi, 0.0).to(x.dtype))
 
 
 def isreal(input: Tensor) -> Tensor:

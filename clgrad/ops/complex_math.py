@@ -13,6 +13,7 @@ import warnings
 from .. import dtypes as D
 from ..tensor import Tensor, is_tensor
 from . import pointwise as P
+from .math import where as _where
 from .complex import _join, _out, _parts, _real_dtype, real, view_as_complex, view_as_real
 from .views import wrap_dim
 
@@ -101,7 +102,7 @@ def _sqrt(re, im):
     r = re.hypot(im)
     real = ((r + re) * 0.5).sqrt()
     mag = ((r - re) * 0.5).sqrt()
-    return real, (im < 0).where(-mag, mag)
+    return real, _where(im < 0, -mag, mag)
 
 
 def _reciprocal(re, im):
@@ -112,8 +113,8 @@ def _reciprocal(re, im):
 def _sgn(re, im):
     r = re.hypot(im)
     zero = r == 0
-    safe = zero.where(1.0, r)
-    return zero.where(0.0, re / safe), zero.where(0.0, im / safe)
+    safe = _where(zero, 1.0, r)
+    return _where(zero, 0.0, re / safe), _where(zero, 0.0, im / safe)
 
 
 def _sin(re, im):
@@ -181,13 +182,13 @@ def _log_real(base, like):
     """log of a real base (a number or tensor) as (re, im) parts, for real ** complex."""
     rdt = _real_dtype(base, like)
     base = base.to(rdt) if is_tensor(base) else like.new_full((), base, dtype=rdt)
-    return base.abs().log(), (base < 0).where(math.pi, 0.0)
+    return base.abs().log(), _where(base < 0, math.pi, 0.0)
 
 
 def where(cond, x, y, out=None):
     rdt = _real_dtype(x, y)
     (a, b), (c, d) = _parts(x, rdt), _parts(y, rdt)
-    return _out(_join(cond.where(a, c), cond.where(_zero_if_none(b), _zero_if_none(d))), out)
+    return _out(_join(_where(cond, a, c), _where(cond, _zero_if_none(b), _zero_if_none(d))), out)
 
 
 def isclose(x, y, rtol=1e-05, atol=1e-08, equal_nan=False, out=None):
@@ -254,6 +255,9 @@ def _reduce(name):
 
 def _matmul(name):
     def run(x, y):
+        if x.dtype is not y.dtype:
+            raise RuntimeError("expected m1 and m2 to have the same dtype, but got: "
+                               f"{x.dtype.cpp_name} != {y.dtype.cpp_name}")
         rdt = _real_dtype(x, y)
         (a, b), (c, d) = _parts(x, rdt), _parts(y, rdt)
         fn = getattr(Tensor, name)
