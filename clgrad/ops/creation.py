@@ -214,7 +214,10 @@ def from_numpy(arr: np.ndarray):
         extent = 1 + sum((n - 1) * s for n, s in zip(arr.shape, strides))
         # a 1-D window over the array's memory, starting at its first (lowest-address) element
         flat = np.lib.stride_tricks.as_strided(arr, shape=(extent,), strides=(item,), writeable=arr.flags.writeable)
-    storage = backends.get(resolve("cpu")).wrap(flat, dt)
+    if dt.kind == "c":  # a complex storage holds (re, im) pairs of the real dtype
+        storage = backends.get(resolve("cpu")).wrap(flat.view(dt.real.np), dt.real)
+    else:
+        storage = backends.get(resolve("cpu")).wrap(flat, dt)
     return T._make(storage, dt, arr.shape, strides)
 
 
