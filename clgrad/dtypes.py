@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import builtins
+import sys
 
 import numpy as np
 
@@ -99,8 +100,16 @@ class _Complex(dtype):
     __slots__ = ("real",)
 
     def __init__(self, name: str, np_dtype, real: dtype):
-        super().__init__(name, np_dtype, real.ctype + "2", "c")
-        self.real = real
+        self.name, self.np, self.kind, self.real = name, np.dtype(np_dtype), "c", real
+        self.itemsize = self.np.itemsize
+
+    @property
+    def ctype(self) -> str:
+        """No kernel takes complex operands: a backend asking for a complex C type is an op without a complex
+        composition that got past the ops layer's guards. Raise PyTorch's error instead of building a kernel."""
+        op = sys._getframe(1).f_code.co_name
+        raise NotImplementedError(f"\"{op}\" not implemented for '{_SCALAR_NAMES[self.name]}' (dtype {self.name}): "
+                                  "clgrad composes complex ops from real ones, and this one has no composition")
 
     @property
     def is_complex(self) -> bool:

@@ -22,8 +22,8 @@ from ..autograd.function import Function
 from ..autograd.graph import needs_graph
 from ..tensor import Tensor, is_tensor
 from . import pointwise as P
-from .math import where as _where
 from .joins import stack
+from .math import where as _where
 from .views import broadcast_shapes
 
 __all__ = ["view_as_real", "view_as_complex", "real", "imag", "complex", "polar", "is_complex", "conj",

@@ -13,8 +13,8 @@ import warnings
 from .. import dtypes as D
 from ..tensor import Tensor, is_tensor
 from . import pointwise as P
-from .math import where as _where
 from .complex import _join, _out, _parts, _real_dtype, real, view_as_complex, view_as_real
+from .math import where as _where
 from .views import wrap_dim
 
 
@@ -276,5 +276,6 @@ P.COMPLEX.update({
     "eq": eq, "ne": ne, "pow": pow_, "where": lambda c, x, y, out=None: where(c, x, y, out),
     "isfinite": _predicate(_is("isfinite")), "isnan": _predicate(_is("isnan")), "isinf": _predicate(_is("isinf")),
     "copy": copy, "fill": fill, "sum": _reduce("sum"), "mean": _reduce("mean"),
+    "cumsum": lambda x, d: view_as_complex(view_as_real(x).cumsum(d).contiguous()),
     "matmul": _matmul("matmul"), "mm": _matmul("mm"), "bmm": _matmul("bmm"),
 })
