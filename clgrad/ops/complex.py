@@ -226,7 +226,7 @@ def angle(input: Tensor) -> Tensor:
     if input.dtype.kind == "c":
         return P.complex_op("angle", (input,))
     x = input if input.dtype.kind == "f" else input.to(D.get_default_dtype())
-    return _where(x.isnan(), x, _where(x < 0, math.pi, 0.0).to(x.dtype))
+    return _where(x.isnan(), x, (x < 0).to(x.dtype) * math.pi)
 
 
 def isreal(input: Tensor) -> Tensor:
