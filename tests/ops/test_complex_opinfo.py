@@ -53,7 +53,7 @@ def test_opinfo_samples(device, name):
     if name == "cdouble" and not wide:
         pytest.skip("complex128 needs cl_khr_fp64")
     dt = _dtype(op, wide)
-    tol = dict(rtol=1e-9, atol=1e-9) if wide else dict(rtol=1e-4, atol=1e-5)
+    tol = dict(rtol=1e-9, atol=1e-9) if wide else dict(rtol=1e-4, atol=1e-4)
     for sample in list(op.sample_inputs("cpu", dt, requires_grad=op.supports_autograd))[:N]:
         want = _call(torch, name, sample.input, sample.args, sample.kwargs)
         memo: dict = {}
