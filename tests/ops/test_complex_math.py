@@ -145,3 +145,20 @@ def test_unsupported_ops_raise_not_silent(device, name):
         got = got[0] if isinstance(got, tuple) else got
         want = want[0] if isinstance(want, tuple) else want
         np.testing.assert_allclose(np.asarray(got.cpu()), want.numpy(), rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("name", ["mul", "div_real", "exp_log_sqrt", "pow_real", "sgn", "matmul", "sum_mean",
+                                  "complex_polar", "conj"])
+def test_gradcheck_through_pair_views(device, name):
+    """Finite differences (float64) of the compositions, seen as real functions of the (re, im) pairs."""
+    if not fp64_ok(device):
+        pytest.skip("float64 finite differences need cl_khr_fp64")
+    fn, values = CASES[name]
+
+    def f(*pairs):
+        y = fn(clgrad, *[clgrad.view_as_complex(p) if p.dim() == 3 else p for p in pairs])
+        return clgrad.view_as_real(y) if y.dtype.is_complex else y
+
+    inputs = [clgrad.tensor(np.stack([v.real, v.imag], -1) if np.iscomplexobj(v) else v, dtype=clgrad.float64,
+                            device=device, requires_grad=True) for v in values]
+    assert clgrad.autograd.gradcheck(f, inputs)
