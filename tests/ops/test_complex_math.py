@@ -147,8 +147,7 @@ def test_unsupported_ops_raise_not_silent(device, name):
         np.testing.assert_allclose(np.asarray(got.cpu()), want.numpy(), rtol=1e-5, atol=1e-6)
 
 
-@pytest.mark.parametrize("name", ["mul", "div_real", "exp_log_sqrt", "pow_real", "sgn", "matmul", "sum_mean",
-                                  "complex_polar", "conj"])
+@pytest.mark.parametrize("name", ["div_real", "exp_log_sqrt", "pow_real", "matmul", "complex_polar"])
 def test_gradcheck_through_pair_views(device, name):
     """Finite differences (float64) of the compositions, seen as real functions of the (re, im) pairs."""
     if not fp64_ok(device):
@@ -159,6 +158,7 @@ def test_gradcheck_through_pair_views(device, name):
         y = fn(clgrad, *[clgrad.view_as_complex(p) if p.dim() == 3 else p for p in pairs])
         return clgrad.view_as_real(y) if y.dtype.is_complex else y
 
+    values = [v[:2, :3] for v in values]  # finite differences cost two calls per real input element
     inputs = [clgrad.tensor(np.stack([v.real, v.imag], -1) if np.iscomplexobj(v) else v, dtype=clgrad.float64,
                             device=device, requires_grad=True) for v in values]
     assert clgrad.autograd.gradcheck(f, inputs)
