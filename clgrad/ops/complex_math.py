@@ -79,14 +79,21 @@ def _abs2(re, im):
     return re * re + im * im
 
 
+def _at_zero(re, im):
+    """(mask of z == 0, re, im with 1 + 0i there): a function of the substitutes, masked back to 0 with ``where``,
+    has PyTorch's gradient 0 at z = 0 instead of 0/0 (the double-where trick)."""
+    zero = (re == 0) & (im == 0)
+    return zero, _where(zero, 1.0, re), _where(zero, 0.0, im)
+
+
 def abs_(x, out=None):
-    re, im = _parts(x, x.dtype.real)
-    return _out(re.hypot(im), out)
+    zero, re, im = _at_zero(*_parts(x, x.dtype.real))
+    return _out(_where(zero, 0.0, re.hypot(im)), out)
 
 
 def angle(x, out=None):
-    re, im = _parts(x, x.dtype.real)
-    return _out(im.atan2(re), out)
+    zero, re, im = _at_zero(*_parts(x, x.dtype.real))
+    return _out(_where(zero, 0.0, im.atan2(re)), out)
 
 
 def _exp(re, im):
@@ -111,10 +118,9 @@ def _reciprocal(re, im):
 
 
 def _sgn(re, im):
+    zero, re, im = _at_zero(re, im)
     r = re.hypot(im)
-    zero = r == 0
-    safe = _where(zero, 1.0, r)
-    return _where(zero, 0.0, re / safe), _where(zero, 0.0, im / safe)
+    return _where(zero, 0.0, re / r), _where(zero, 0.0, im / r)
 
 
 def _sin(re, im):

@@ -162,3 +162,13 @@ def test_gradcheck_through_pair_views(device, name):
     inputs = [clgrad.tensor(np.stack([v.real, v.imag], -1) if np.iscomplexobj(v) else v, dtype=clgrad.float64,
                             device=device, requires_grad=True) for v in values]
     assert clgrad.autograd.gradcheck(f, inputs)
+
+
+def test_gradient_at_zero_is_torchs(device):
+    """abs, angle and sgn have PyTorch's gradient 0 at z = 0, not 0/0."""
+    grads = []
+    for m, dev in ((torch, "cpu"), (clgrad, device)):
+        z = m.tensor([0j, 1 + 1j, -2 + 0j], device=dev, requires_grad=True)
+        (z.abs().sum() + z.angle().sum() + (z.sgn() * z.sgn()).abs().sum()).backward()
+        grads.append(np.asarray(z.grad.cpu()))
+    np.testing.assert_allclose(grads[1], grads[0], rtol=1e-6, atol=1e-7)
