@@ -190,7 +190,7 @@ def from_numpy_dtype(npd) -> dtype:
     if npd not in _BY_NP:
         raise TypeError(
             f"can't convert np.ndarray of type {npd}. The only supported types are: "
-            + ", ".join(x.np.name for x in ALL)
+            + ", ".join(x.np.name for x in (*ALL, *COMPLEX))
         )
     return _BY_NP[npd]
 
