@@ -131,6 +131,44 @@ def _cos(re, im):
     return re.cos() * im.cosh(), -(re.sin() * im.sinh())
 
 
+def _sinh(re, im):
+    return re.sinh() * im.cos(), re.cosh() * im.sin()
+
+
+def _cosh(re, im):
+    return re.cosh() * im.cos(), re.sinh() * im.sin()
+
+
+def _quotient(num, den):
+    """num(re, im) / den(re, im) as parts: tan = sin / cos, tanh = sinh / cosh."""
+    def parts(re, im):
+        return _div(*num(re, im), *den(re, im), None)
+    return parts
+
+
+def _scaled(fn, k):
+    def parts(re, im):
+        a, b = fn(re, im)
+        return a * k, b * k
+    return parts
+
+
+def _exp2(re, im):
+    return _exp(re * _LN2, im * _LN2)
+
+
+def _rsqrt(re, im):
+    return _reciprocal(*_sqrt(re, im))
+
+
+def _sigmoid(re, im):
+    e_re, e_im = _exp(-re, -im)
+    return _reciprocal(e_re + 1, e_im)
+
+
+_LN2 = math.log(2.0)
+
+
 def _predicate(fn):
     def run(*operands, out=None):
         rdt = _real_dtype(*operands)
@@ -282,6 +320,10 @@ P.COMPLEX.update({
     "eq": eq, "ne": ne, "pow": pow_, "where": lambda c, x, y, out=None: where(c, x, y, out),
     "isfinite": _predicate(_is("isfinite")), "isnan": _predicate(_is("isnan")), "isinf": _predicate(_is("isinf")),
     "copy": copy, "fill": fill, "sum": _reduce("sum"), "mean": _reduce("mean"),
+    "sinh": _unary(_sinh), "cosh": _unary(_cosh), "tanh": _unary(_quotient(_sinh, _cosh)),
+    "tan": _unary(_quotient(_sin, _cos)), "log2": _unary(_scaled(_log, 1 / _LN2)),
+    "log10": _unary(_scaled(_log, 1 / math.log(10.0))), "exp2": _unary(_exp2), "rsqrt": _unary(_rsqrt),
+    "sigmoid": _unary(_sigmoid), "dot": _matmul("dot"),
     "cumsum": lambda x, d: view_as_complex(view_as_real(x).cumsum(d).contiguous()),
     "matmul": _matmul("matmul"), "mm": _matmul("mm"), "bmm": _matmul("bmm"),
 })

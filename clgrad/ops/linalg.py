@@ -147,6 +147,8 @@ def _mv(input, vec):
 
 def dot(input, tensor):
     """Dot product of two 1-D tensors of equal length, as a 0-dim tensor: ``clgrad.dot(x, y)``."""
+    if P.has_complex((input, tensor)):
+        return P.COMPLEX["dot"](input, tensor)
     _check_tensors("dot", input=input, tensor=tensor)
     if needs_graph(input, tensor):
         return Matmul.apply(input, tensor, "dot")
