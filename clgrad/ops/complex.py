@@ -171,13 +171,12 @@ def conj_physical(input: Tensor) -> Tensor:
 
 
 def resolve_conj(input: Tensor) -> Tensor:
-    if not is_conj(input):
-        return input
-    out = input.clone()
-    return out
+    """``input`` without the conj flag: the values are already conjugated (conj is eager), so a clone."""
+    return input.clone() if is_conj(input) else input
 
 
 def resolve_neg(input: Tensor) -> Tensor:
+    """``input`` itself: clgrad has no lazy negation bit (``is_neg()`` is always False)."""
     return input
 
 
@@ -238,8 +237,12 @@ def isreal(input: Tensor) -> Tensor:
 
 # ---- Tensor methods ----------------------------------------------------------------------------------------------
 def _set_part(part):
+    """``z.real = value`` / ``z.imag = value``: a write through the part's view, as in torch."""
     def setter(self, value):
-        part(self).copy_(value) if is_tensor(value) else part(self).fill_(value)
+        if is_tensor(value):
+            part(self).copy_(value)
+        else:
+            part(self).fill_(value)
     return setter
 
 

@@ -197,9 +197,7 @@ def _real_eq(x, y):
 def eq(x, y, out=None):
     rdt = _real_dtype(x, y)
     (a, b), (c, d) = _parts(x, rdt), _parts(y, rdt)
-    same = _real_eq(a, c) if is_tensor(a) else _real_eq(c, a)
-    imag = _real_eq(_zero_if_none(b), _zero_if_none(d)) if (is_tensor(b) or is_tensor(d)) else None
-    return _out(same if imag is None else same & imag, out)
+    return _out(_real_eq(a, c) & _real_eq(_zero_if_none(b), _zero_if_none(d)), out)
 
 
 def ne(x, y, out=None):
@@ -233,22 +231,6 @@ def where(cond, x, y, out=None):
     rdt = _real_dtype(x, y)
     (a, b), (c, d) = _parts(x, rdt), _parts(y, rdt)
     return _out(_join(_where(cond, a, c), _where(cond, _zero_if_none(b), _zero_if_none(d))), out)
-
-
-def isclose(x, y, rtol=1e-05, atol=1e-08, equal_nan=False, out=None):
-    """PyTorch's complex isclose: |x - y| <= atol + rtol |y|, equal values (infinities) count as close."""
-    close = eq(x, y) | (abs_(_binary(_addsub(-1))(x, y)) <= atol + rtol * _abs_any(y))
-    if equal_nan:
-        close = close | (_isnan_any(x) & _isnan_any(y))
-    return close
-
-
-def _abs_any(y):
-    return abs_(y) if y.dtype.kind == "c" else y.abs()
-
-
-def _isnan_any(x):
-    return _predicate(_is("isnan"))(x) if x.dtype.kind == "c" else x.isnan()
 
 
 # ---- copy and fill (the identity op) ----------------------------------------------------------------------------
