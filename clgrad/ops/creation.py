@@ -471,4 +471,5 @@ def new_tensor(self, data, dtype=None, device=None, requires_grad=False) -> Tens
 
 def reduce_ex(self, protocol):
     """Pickling: the values, the device name and requires_grad, rebuilt by ``_rebuild``."""
-    return (_rebuild, (backends.get(self.device).read(self), str(self.device), self.requires_grad))
+    host = self._host().copy() if self.dtype.kind == "c" else backends.get(self.device).read(self)
+    return (_rebuild, (host, str(self.device), self.requires_grad))

@@ -2,6 +2,9 @@
 (view_as_real/view_as_complex), real/imag, complex, polar, checked against numpy and PyTorch."""
 from __future__ import annotations
 
+import copy
+import pickle
+
 import numpy as np
 import pytest
 
@@ -174,3 +177,10 @@ def test_zero_size(device):
     t = clgrad.zeros(0, 3, dtype=clgrad.cfloat, device=device)
     assert clgrad.view_as_real(t).shape == (0, 3, 2) and np.asarray(t * 2).shape == (0, 3)
     assert np.asarray(t.sum(0)).tolist() == [0j, 0j, 0j]
+
+
+def test_pickle_and_deepcopy(device):
+    t = clgrad.tensor(Z, dtype=clgrad.cfloat, device=device)
+    for back in (pickle.loads(pickle.dumps(t)), copy.deepcopy(t)):
+        assert back.dtype is clgrad.complex64 and back.device == t.device
+        np.testing.assert_array_equal(np.asarray(back), Z.astype(np.complex64))

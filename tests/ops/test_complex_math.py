@@ -89,6 +89,8 @@ def test_predicates_and_comparisons(device):
         assert np.asarray(getattr(clgrad, name)(a)).tolist() == getattr(torch, name)(ta).tolist(), name
     assert np.asarray(a == b).tolist() == (ta == tb).tolist() and np.asarray(a != b).tolist() == (ta != tb).tolist()
     assert np.asarray(a == 3).tolist() == (ta == 3).tolist()
+    x = clgrad.tensor([1.0, 2.0], device=device)
+    assert np.asarray(x == 1j).tolist() == [False, False] and np.asarray(1 == a).tolist() == (1 == ta).tolist()
     assert np.asarray(clgrad.isclose(a, b)).tolist() == torch.isclose(ta, tb).tolist()
     assert np.asarray(clgrad.isclose(a, a, equal_nan=True)).tolist() == torch.isclose(ta, ta, equal_nan=True).tolist()
     assert clgrad.allclose(a[:1], b[:1]) and not clgrad.allclose(a, b)
