@@ -159,7 +159,7 @@ def conj(input: Tensor) -> Tensor:
     if input.dtype.kind != "c":
         return input
     out = conj_physical(input)
-    out._conj = True
+    out._conj = not is_conj(input)  # conj twice is the identity, and torch's bit is off again
     return out
 
 

@@ -86,12 +86,19 @@ def _at_zero(re, im):
     return zero, _where(zero, 1.0, re), _where(zero, 0.0, im)
 
 
+def _no_inplace(name, x, out):
+    if out is x:  # the real result cannot be stored in its complex input
+        raise RuntimeError(f"In-place {name} is not supported for complex tensors.")
+
+
 def abs_(x, out=None):
+    _no_inplace("abs", x, out)
     zero, re, im = _at_zero(*_parts(x, x.dtype.real))
     return _out(_where(zero, 0.0, re.hypot(im)), out)
 
 
 def angle(x, out=None):
+    _no_inplace("angle", x, out)
     zero, re, im = _at_zero(*_parts(x, x.dtype.real))
     return _out(_where(zero, 0.0, im.atan2(re)), out)
 

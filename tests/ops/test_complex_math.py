@@ -107,9 +107,12 @@ def test_in_place_and_out(device):
 
 
 def test_conj_flags():
-    z = clgrad.tensor([1 + 1j])
+    z = clgrad.tensor([[1 + 1j]])
     assert z.conj().is_conj() and not z.conj().resolve_conj().is_conj() and not z.conj_physical().is_conj()
     assert not z.is_conj() and not z.resolve_neg().is_neg()
+    assert not z.conj().conj().is_conj() and z.H.tolist() == [[1 - 1j]]
+    with pytest.raises(RuntimeError, match="In-place abs is not supported for complex tensors"):
+        z.abs_()
     x = clgrad.ones(2)
     assert x.conj() is x and clgrad.resolve_conj(x) is x
 
