@@ -135,6 +135,15 @@ def result_type(tensor1, tensor2):
 def synchronize() -> None:
     opencl.synchronize()
 
+# issue 17: complex64/complex128 as (re, im) pairs of real storage, composed from real ops (ops/complex.py)
+from .dtypes import complex64, complex128  # noqa: E402,F401
+from .ops import complex_math as _complex_math  # noqa: E402,F401 - registers the complex compositions
+from .ops.complex import *  # noqa: F401,F403,E402
+from .ops.complex import install as _install_complex  # noqa: E402
+
+cfloat, cdouble = complex64, complex128
+_install_complex(Tensor)
+
 # torch alias names and cheap composites (arccos, special.expit, signal.windows ...) where clgrad lacks them; last
 import sys as _sys  # noqa: E402
 

@@ -113,6 +113,18 @@ class _Formatter:
         return s.rjust(self.width)
 
 
+class _ComplexFormatter:
+    """torch's pair of formatters for complex values: one for the real parts, one for the imaginary parts."""
+
+    def __init__(self, values: np.ndarray):
+        self.re, self.im = _Formatter(values.real, True), _Formatter(values.imag, True)
+        self.width = self.re.width + self.im.width + 1  # torch counts the 'j' in a column's width
+
+    def format(self, v) -> str:
+        imag = (self.im.format(v.imag) + "j").lstrip()
+        return self.re.format(v.real) + ("" if imag[0] in "+-" else "+") + imag
+
+
 def _summarized(a: np.ndarray) -> np.ndarray:
     """Only the elements a summarized print shows: the first and last ``edgeitems`` along every dim."""
     e = PRINT_OPTS.edgeitems
@@ -173,7 +185,7 @@ def tensor_repr(t) -> str:
     name = type(t).__name__
     prefix = "tensor(" if name in ("Tensor", "Parameter") else f"{name}("
     indent = len(prefix)
-    host = backends.get(t.device).read(t)
+    host = t._host() if t.dtype.kind == "c" else backends.get(t.device).read(t)
     shape = tuple(t.shape)
     suffixes = []
     if t.device.type != "cpu":
@@ -188,13 +200,17 @@ def tensor_repr(t) -> str:
     else:
         if not PRINT_OPTS.edgeitems:
             suffixes.append(f"size={shape}")
-        if t.dtype not in (D.get_default_dtype(), D.int64, D.bool):
+        if t.dtype not in (D.get_default_dtype(), D.int64, D.bool, D.complex_of(D.get_default_dtype())):
             suffixes.append(f"dtype={t.dtype!r}")
         floating = t.dtype.is_floating_point
         if floating:
             host = host.astype(np.float64)  # format what torch's tolist() gives: Python floats
         summarize = host.size > PRINT_OPTS.threshold
-        fmt = _Formatter(_summarized(host) if summarize else host, floating)
+        if t.dtype.kind == "c":
+            host = host.astype(np.complex128)
+            fmt = _ComplexFormatter(_summarized(host) if summarize else host)
+        else:
+            fmt = _Formatter(_summarized(host) if summarize else host, floating)
         body = _nested_str(host, indent, summarize, fmt)
     grad_fn = getattr(t, "grad_fn", None)
     if grad_fn is not None:

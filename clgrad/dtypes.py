@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import builtins
+import sys
 
 import numpy as np
 
@@ -91,6 +92,63 @@ _BY_NP = {d.np: d for d in ALL}
 _default_float = float32
 
 
+# ---- complex dtypes: interleaved (re, im) pairs of a real dtype, stored in a storage of that real dtype ----------
+class _Complex(dtype):
+    """``complex64``/``complex128``: a pair of ``real`` values per element. Ops compose complex arithmetic from
+    real ops on the pair view (``ops/complex.py``); backends never see a complex descriptor."""
+
+    __slots__ = ("real",)
+
+    def __init__(self, name: str, np_dtype, real: dtype):
+        self.name, self.np, self.kind, self.real = name, np.dtype(np_dtype), "c", real
+        self.itemsize = self.np.itemsize
+
+    @property
+    def ctype(self) -> str:
+        """No kernel takes complex operands: a backend asking for a complex C type is an op without a complex
+        composition that got past the ops layer's guards. Raise PyTorch's error instead of building a kernel."""
+        op = sys._getframe(1).f_code.co_name
+        raise NotImplementedError(f"\"{op}\" not implemented for '{_SCALAR_NAMES[self.name]}' (dtype {self.name}): "
+                                  "clgrad composes complex ops from real ones, and this one has no composition")
+
+    @property
+    def is_complex(self) -> bool:
+        return True
+
+    @property
+    def is_signed(self) -> bool:
+        return True
+
+
+complex64 = _Complex("complex64", np.complex64, float32)
+complex128 = _Complex("complex128", np.complex128, float64)
+COMPLEX = (complex64, complex128)
+_BY_NAME.update({"complex64": complex64, "complex128": complex128, "cfloat": complex64, "cdouble": complex128})
+_BY_NP.update({complex64.np: complex64, complex128.np: complex128})
+_SCALAR_NAMES.update(complex64="ComplexFloat", complex128="ComplexDouble")
+_CPP_NAMES.update(complex64="c10::complex<float>", complex128="c10::complex<double>")
+_UNSUPPORTED = {"complex32": "complex32", "chalf": "complex32"}
+
+
+def complex_of(d: dtype) -> dtype:
+    """The complex dtype with ``d``'s precision (float64 -> complex128, anything else -> complex64: clgrad has
+    no complex32, so float16 goes to complex64 where PyTorch gives complex32)."""
+    if d.kind == "c":
+        return d
+    return complex128 if d is float64 else complex64
+
+
+def _complex_promote(a: dtype, b: dtype) -> dtype:
+    """torch.promote_types with a complex operand: complex wins, with the wider precision of the two."""
+    wide = any(d in (float64, complex128) for d in (a, b))
+    return complex128 if wide else complex64
+
+
+def _check_supported(d) -> None:
+    if isinstance(d, str) and d in _UNSUPPORTED:
+        raise TypeError(f"{d} (complex32) is not supported by clgrad: use complex64 (clgrad.cfloat)")
+
+
 def get_default_dtype() -> dtype:
     return _default_float
 
@@ -116,6 +174,9 @@ def as_dtype(d) -> dtype:
         return int64
     if d is builtins.bool:
         return bool
+    if d is complex:
+        return complex_of(_default_float)
+    _check_supported(d)
     if d is None:  # np.dtype(None) would silently mean float64
         raise TypeError("unsupported dtype None; use one of " + ", ".join(x.name for x in ALL))
     try:
@@ -129,7 +190,7 @@ def from_numpy_dtype(npd) -> dtype:
     if npd not in _BY_NP:
         raise TypeError(
             f"can't convert np.ndarray of type {npd}. The only supported types are: "
-            + ", ".join(x.np.name for x in ALL)
+            + ", ".join(x.np.name for x in (*ALL, *COMPLEX))
         )
     return _BY_NP[npd]
 
@@ -144,6 +205,8 @@ def promote_types(a: dtype, b: dtype) -> dtype:
             raise TypeError(f"promote_types(): argument 'type{pos}' (position {pos}) must be clgrad.dtype, not {type(d).__name__}")
     if a is b:
         return a
+    if "c" in (a.kind, b.kind):
+        return _complex_promote(a, b)
     if a.kind == "b":
         return b
     if b.kind == "b":
@@ -159,7 +222,10 @@ def _combine(higher: dtype | None, lower: dtype | None) -> dtype | None:
     # torch's combine_categories: a lower-priority operand only wins if it is of a higher category.
     if higher is None:
         return lower
-    if lower is None or higher.kind == "f":
+    if lower is not None and lower.kind == "c" and higher.kind != "c":
+        # torch: a complex lower group keeps a float higher group's precision (float64 tensor * 1j -> complex128)
+        return complex_of(higher) if higher.kind == "f" else lower
+    if lower is None or higher.kind in "fc":
         return higher
     if higher.kind == "b" or lower.kind == "f":
         return promote_types(higher, lower)
@@ -174,6 +240,8 @@ def scalar_dtype(x) -> dtype:
         return int64
     if isinstance(x, (float, np.floating)):
         return _default_float
+    if isinstance(x, (complex, np.complexfloating)):
+        return complex_of(_default_float)
     raise TypeError(f"unsupported scalar type {type(x).__name__}")
 
 

@@ -209,6 +209,9 @@ def uniform_(self, from_=0.0, to=1.0, *, generator=None, **kwargs):
     """Fill with samples from U[from, to): ``t.uniform_(-1, 1)``."""
     from_ = _from_kw(kwargs, from_, "uniform_")
     dt = self.dtype
+    if dt.kind == "c":  # real and imaginary parts each uniform, as torch
+        uniform_(self._pairs(), from_, to, generator=generator)
+        return self
     if dt.kind != "f":
         raise _not_implemented("check_uniform_bounds", dt)
     lim = _float_limits(dt)
@@ -228,6 +231,9 @@ def uniform_(self, from_=0.0, to=1.0, *, generator=None, **kwargs):
 
 def normal_(self, mean=0.0, std=1.0, *, generator=None):
     """Fill with samples from N(mean, std**2): ``t.normal_(0, 0.02)``."""
+    if self.dtype.kind == "c":  # real and imaginary parts each N(mean, std**2 / 2), as torch
+        normal_(self._pairs(), mean, std / 2**0.5, generator=generator)
+        return self
     if self.dtype.kind != "f":
         raise _not_implemented("normal_kernel_cpu", self.dtype)
     _check_std(std)

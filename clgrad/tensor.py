@@ -169,7 +169,7 @@ class Tensor:
                     "in a subgraph that doesn't require differentiation use var_no_grad = var.detach()."
                 )
             return self
-        if requires_grad and not self.dtype.is_floating_point:
+        if requires_grad and self.dtype.kind not in "fc":
             raise RuntimeError("only Tensors of floating point dtype can require gradients")
         self._requires_grad = bool(requires_grad)
         return self
@@ -347,16 +347,29 @@ class Tensor:
                 f"can't convert {self.device} device type tensor to numpy. Use Tensor.cpu() to copy the tensor to "
                 "host memory first."
             )
+        if self.dtype.kind == "c":
+            return self._pairs().numpy().view(self.dtype.np)[..., 0]
         return view_of(self)
 
     def __array__(self, dtype=None, copy=None):
         # unlike PyTorch, an OpenCL tensor converts too (a copy), so np.asarray works on any device
-        arr = self.numpy() if self.device.type == "cpu" else backends.get(self.device).read(self)
+        arr = self._host()
         return arr if dtype is None else arr.astype(dtype, copy=False)
 
     def _host(self) -> np.ndarray:
         """The values as a numpy array (a view on cpu, a copy from a device)."""
+        if self.dtype.kind == "c" and self.device.type != "cpu":
+            return self._pairs()._host().view(self.dtype.np)[..., 0]
         return self.numpy() if self.device.type == "cpu" else backends.get(self.device).read(self)
+
+    # ---- complex tensors: (re, im) pairs in a storage of the real dtype (ops/complex.py) ----------------------
+    def _pairs(self) -> Tensor:
+        """A complex tensor's values as a real [..., 2] tensor on the same storage (untracked; see view_as_real)."""
+        return Tensor._make(self._storage, self.dtype.real, (*self._shape, 2),
+                            (*(2 * st for st in self._strides), 1), 2 * self._offset)
+
+    def is_complex(self) -> bool:
+        return self.dtype.is_complex
 
     def item(self):
         if self.numel() != 1:

@@ -54,7 +54,7 @@ def connect(ctx, args, outputs, is_view: bool = False):
             out = out._view(out._shape, out._strides)  # an input returned as-is becomes a new alias
         od = out.__dict__
         old_fn, old_nr = od.get("_grad_fn"), out._output_nr
-        if id(out) in non_diff or not out.dtype.is_floating_point:
+        if id(out) in non_diff or out.dtype.kind not in "fc":
             od["_grad_fn"], out._requires_grad = None, False
         else:
             od["_grad_fn"], out._output_nr = ctx, i

@@ -8,6 +8,7 @@ typing). Where a backend needs a view or a scratch tensor of its own it builds a
 from __future__ import annotations
 
 import math
+import sys
 from typing import NamedTuple
 
 import numpy as np
@@ -92,9 +93,25 @@ def copy_compute(src_dt: D.dtype, out_dt: D.dtype) -> D.dtype:
 
 
 # ---- numpy rules both backends follow (the cpu backend computes with them; the kernels match them) ----------
+def pairs(host) -> np.ndarray:
+    """A complex host array as its interleaved (re, im) real values (what a complex tensor's storage holds)."""
+    host = np.asarray(host)
+    return np.ascontiguousarray(host).view(host.real.dtype) if host.dtype.kind == "c" else host
+
+
+def complex_unsupported(t, op: str | None = None) -> NotImplementedError:
+    """PyTorch's error for a complex descriptor reaching a primitive (the backstop behind the ops layer's guards:
+    a kernel would read the (re, im) pairs as reals). Names the primitive that was called."""
+    op = op or sys._getframe(2).f_code.co_name
+    dt = t.dtype
+    return NotImplementedError(f"\"{op}\" not implemented for '{dt.scalar_name}' (dtype {dt.name}) on device {t.device}")
+
+
 def view_of(t) -> np.ndarray:
     """A numpy view (shared memory, writeable) of a cpu tensor."""
     st = t._storage
+    if t.dtype.kind == "c":
+        raise complex_unsupported(t)
     if t.numel() == 0:
         return np.empty(t.shape, st.dtype.np)
     item = st.dtype.itemsize

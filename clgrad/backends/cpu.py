@@ -8,7 +8,7 @@ from .. import dtypes as D
 from ..device import CPU
 from ..registry.elementwise import OPS
 from ..storage import Storage
-from .common import cast, compute_np, is_scalar, view_of  # noqa: F401 (cast: the ops layer imports it from here)
+from .common import cast, compute_np, is_scalar, pairs, view_of  # noqa: F401 (cast: the ops layer imports it from here)
 from .cpu_conv import CPUConv
 from .cpu_index import CPUIndex
 from .cpu_matmul import CPUMatmul
@@ -36,6 +36,8 @@ class CPUBackend:
                 setattr(self, name, getattr(ops, name))
 
     def empty(self, dev, dt: D.dtype, size: int) -> Storage:
+        if dt.kind == "c":  # complex: interleaved (re, im) pairs in a storage of the real dtype
+            dt, size = dt.real, 2 * size
         return Storage(CPU, dt, size, np.empty(size, dt.np))
 
     def wrap(self, flat: np.ndarray, dt: D.dtype) -> Storage:
@@ -44,6 +46,7 @@ class CPUBackend:
 
     def write(self, storage: Storage, host: np.ndarray, offset: int = 0) -> None:
         """Copy ``host`` (in C order) into the storage from element ``offset``."""
+        host = pairs(host)
         if offset < 0 or offset + host.size > storage.size:
             raise RuntimeError(f"write of {host.size} elements at offset {offset} overflows a storage of {storage.size}")
         storage.data[offset : offset + host.size] = np.asarray(host).reshape(-1)

@@ -138,7 +138,8 @@ def _write_from_host(self: Tensor, src: Tensor) -> bool:
     """The cross-device fast path: one transfer straight into a contiguous destination of src's dtype."""
     if not (self.is_contiguous() and src._shape == self._shape and src.dtype is self.dtype):
         return False
-    backends.get(self.device).write(self._storage, src._host(), offset=self._offset)
+    offset = self._offset * (2 if self.dtype.kind == "c" else 1)  # a complex storage counts (re, im) reals
+    backends.get(self.device).write(self._storage, src._host(), offset=offset)
     self._storage.version += 1
     return True
 

@@ -34,7 +34,7 @@ def _item_dtype(x) -> D.dtype:
     if isinstance(x, str):
         raise TypeError(f"new(): invalid data type '{type(x).__name__}'")
     if isinstance(x, complex):
-        raise TypeError("complex tensors are not supported")
+        return D.complex_of(D.get_default_dtype())
     raise RuntimeError(f"Could not infer dtype of {type(x).__name__}")
 
 
@@ -214,7 +214,10 @@ def from_numpy(arr: np.ndarray):
         extent = 1 + sum((n - 1) * s for n, s in zip(arr.shape, strides))
         # a 1-D window over the array's memory, starting at its first (lowest-address) element
         flat = np.lib.stride_tricks.as_strided(arr, shape=(extent,), strides=(item,), writeable=arr.flags.writeable)
-    storage = backends.get(resolve("cpu")).wrap(flat, dt)
+    if dt.kind == "c":  # a complex storage holds (re, im) pairs of the real dtype
+        storage = backends.get(resolve("cpu")).wrap(flat.view(dt.real.np), dt.real)
+    else:
+        storage = backends.get(resolve("cpu")).wrap(flat, dt)
     return T._make(storage, dt, arr.shape, strides)
 
 
@@ -291,7 +294,7 @@ def _fill_value(value, fn: str = "full"):
     """A Python number from ``fill_value`` (a number or a 0-dim tensor), else PyTorch's TypeError."""
     if is_tensor(value) and value.dim() == 0:
         value = value.item()
-    if not isinstance(value, (Number, np.bool_)) or isinstance(value, complex):
+    if not isinstance(value, (Number, np.bool_)):
         raise TypeError(f"{fn}(): argument 'fill_value' (position 2) must be Number, not {type(value).__name__}")
     return value
 
@@ -468,4 +471,5 @@ def new_tensor(self, data, dtype=None, device=None, requires_grad=False) -> Tens
 
 def reduce_ex(self, protocol):
     """Pickling: the values, the device name and requires_grad, rebuilt by ``_rebuild``."""
-    return (_rebuild, (backends.get(self.device).read(self), str(self.device), self.requires_grad))
+    host = self._host().copy() if self.dtype.kind == "c" else backends.get(self.device).read(self)
+    return (_rebuild, (host, str(self.device), self.requires_grad))

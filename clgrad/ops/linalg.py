@@ -44,6 +44,8 @@ def _product(op: str, a, b):
     """The [B, M, N] product of a [B, M, K] and b [B, K, N] views, shapes and dtypes already checked."""
     if a.dtype is D.bool:
         raise NotImplementedError(f"'{op}' is not implemented for dtype bool on device {a.device}")
+    if a.dtype.kind == "c":
+        raise P.unsupported(op, a.dtype, a.device)
     out = Tensor._empty((a.shape[0], a.shape[1], b.shape[2]), a.dtype, a.device)
     backends.get(a.device).matmul(out, a, b)
     return out
@@ -68,6 +70,8 @@ def _mm_fast(a, b):
 @autocast_lower
 def mm(input, mat2):
     """Matrix product of two 2-D tensors: ``clgrad.mm(a, b)`` for a [n, m] and b [m, p] gives [n, p]."""
+    if P.has_complex((input, mat2)):
+        return P.COMPLEX["mm"](input, mat2)
     out = _mm_fast(input, mat2)
     if out is not None:
         return out
@@ -98,6 +102,8 @@ def _mm(input, mat2):
 @autocast_lower
 def bmm(input, mat2):
     """Batched matrix product of 3-D tensors with equal batch: [b, n, m] @ [b, m, p] gives [b, n, p]."""
+    if P.has_complex((input, mat2)):
+        return P.COMPLEX["bmm"](input, mat2)
     _check_tensors("bmm", input=input, mat2=mat2)
     if needs_graph(input, mat2):
         return Matmul.apply(input, mat2, "bmm")
@@ -144,6 +150,8 @@ def _mv(input, vec):
 
 def dot(input, tensor):
     """Dot product of two 1-D tensors of equal length, as a 0-dim tensor: ``clgrad.dot(x, y)``."""
+    if P.has_complex((input, tensor)):
+        return P.COMPLEX["dot"](input, tensor)
     _check_tensors("dot", input=input, tensor=tensor)
     if needs_graph(input, tensor):
         return Matmul.apply(input, tensor, "dot")
@@ -227,6 +235,8 @@ def matmul(input, other):
     >>> clgrad.matmul(clgrad.ones(2, 1, 3, 4), clgrad.ones(5, 4, 2)).shape
     clgrad.Size([2, 5, 3, 2])
     """
+    if P.has_complex((input, other)):
+        return P.COMPLEX["matmul"](input, other)
     out = _mm_fast(input, other)
     if out is not None:
         return out

@@ -47,7 +47,7 @@ _DUNDER = {"add": "add", "sub": "sub", "mul": "mul", "div": "truediv", "floor_di
            "remainder": "mod", "pow": "pow", "bitwise_and": "and", "bitwise_or": "or", "bitwise_xor": "xor",
            "lshift": "lshift", "rshift": "rshift", "eq": "eq", "ne": "ne", "lt": "lt", "le": "le", "gt": "gt",
            "ge": "ge"}
-_OPERAND = (int, float, bool, np.number, np.bool_)  # numpy scalars too, as PyTorch's operators take them
+_OPERAND = (int, float, complex, bool, np.number, np.bool_)  # numpy scalars too, as PyTorch's operators take them
 
 
 def _is_operand(x) -> bool:

@@ -24,6 +24,25 @@ _BOOL_ERRORS = {
 }
 
 
+# complex implementations by op name (elementwise ops, "copy", "fill", "sum", "matmul"...), registered by
+# ops/complex.py: complex values never reach a backend, they are composed from real ops on (re, im) pair views
+COMPLEX: dict = {}
+
+
+def has_complex(operands) -> bool:
+    return any(isinstance(x, complex) or (is_tensor(x) and x.dtype.kind == "c") for x in operands)
+
+
+def complex_op(op: str, operands, out=None):
+    """``op`` on complex operands through its registered composition, else PyTorch's "not implemented" error."""
+    impl = COMPLEX.get(op)
+    if impl is None:
+        tensors = [x for x in (*operands, out) if is_tensor(x)]
+        dt = next((t.dtype for t in tensors if t.dtype.kind == "c"), D.complex64)
+        raise unsupported(op, dt, tensors[0].device if tensors else "cpu")
+    return impl(*operands, out=out)
+
+
 def _is_number(x) -> bool:
     return isinstance(x, (int, float, bool, np.number, np.bool_))
 
@@ -176,7 +195,7 @@ def _plan_key(op: str, operands, out, compute):
             if type(x) not in _SCALARS and x is not None:
                 return None
             key.append(type(x))
-        elif grad and x.requires_grad:
+        elif (grad and x.requires_grad) or x.dtype.kind == "c":
             return None
         else:
             key.append((x.dtype, x._shape, x._strides, s.device, s.size > _BIG, x is out))
@@ -221,6 +240,8 @@ def _run_plan(plan, operands, out):
 
 
 def _apply(op, operands, out, compute):
+    if has_complex((*operands, out)):
+        return complex_op(op, operands, out)
     if is_grad_enabled() and any(is_tensor(x) and x.requires_grad for x in (*operands, out)):
         return _apply_tracked(op, operands, out, compute)
     entry = OPS[op]
@@ -288,6 +309,8 @@ def _host_scalar(t, compute: D.dtype):
 
 def cast_into(out, src):
     """Copy ``src`` into ``out`` on the same device, converting dtype (the ``identity`` op)."""
+    if out.dtype.kind == "c" or src.dtype.kind == "c":
+        return COMPLEX["copy"](out, src)
     if src._storage is out._storage and not src._same_view(out):
         src = src.clone()
     if src.shape != out.shape:
@@ -299,6 +322,8 @@ def cast_into(out, src):
 
 def fill(out, value):
     """Set every element of ``out`` to a Python scalar, converted to ``out``'s dtype on the host."""
+    if out.dtype.kind == "c" or isinstance(value, complex):
+        return COMPLEX["fill"](out, value)
     if is_grad_enabled() and out.requires_grad:
         # the old values get a zero gradient; the result still belongs to the graph (views rebase their base)
         return graph.inplace(out, lambda old: old * 0 + value)

@@ -237,7 +237,7 @@ def inner(input, other, *, out=None):
 
 def vdot(input, other, *, out=None):
     """Dot product of two 1-D tensors (real tensors: ``dot``): ``clgrad.vdot(x, y)``."""
-    return _into(out, linalg.dot(input, other), "vdot")
+    return _into(out, linalg.dot(input.conj(), other), "vdot")  # conj: the identity on real tensors
 
 
 def kron(input, other, *, out=None):

@@ -19,7 +19,7 @@ from ..tensor import Tensor, is_tensor
 from .creation import arange
 from .guard import tensor_first
 from .math import FUNCS
-from .pointwise import apply
+from .pointwise import COMPLEX, apply, unsupported
 from .views import contiguous_strides, wrap_dim
 
 __all__ = ["sum", "mean", "prod", "max", "min", "amax", "amin", "argmax", "argmin", "all", "any", "nansum", "nanmean"]
@@ -85,6 +85,8 @@ def _check_nonempty(name: str, t, dims, *, specified: bool, exc=RuntimeError, hi
 
 def _run(op: str, t, dims: tuple, keepdim: bool, out_dtype: D.dtype, with_idx: bool = False):
     """One ``reduce`` primitive call; returns (values, indices or None) with the reduced dims dropped unless keepdim."""
+    if t.dtype.kind == "c":
+        raise unsupported(op, t.dtype, t.device)
     kept = tuple(1 if d in dims else n for d, n in enumerate(t.shape))
     out = Tensor._empty(kept, out_dtype, t.device)
     idx = Tensor._empty(kept, D.int64, t.device) if with_idx else None
@@ -105,6 +107,8 @@ def sum(input, dim=None, keepdim=False, *, dtype=None):  # noqa: A001 - torch's 
 
     >>> clgrad.sum(clgrad.tensor([[1, 2], [3, 4]]), dim=0)  # tensor([4, 6])
     """
+    if is_tensor(input) and input.dtype.kind == "c":
+        return COMPLEX["sum"](input, dim, keepdim, dtype=dtype)
     if needs_graph(input):
         return Sum.apply(input, dim, keepdim, dtype)
     return _sum(input, dim, keepdim, dtype)
@@ -119,6 +123,8 @@ def _sum(input, dim, keepdim, dtype):
 
 def mean(input, dim=None, keepdim=False, *, dtype=None):
     """Arithmetic mean over ``dim``; floating inputs only (float16 accumulates in float32)."""
+    if is_tensor(input) and input.dtype.kind == "c":
+        return COMPLEX["mean"](input, dim, keepdim, dtype=dtype)
     if needs_graph(input):
         return Mean.apply(input, dim, keepdim, dtype)
     return _mean(input, dim, keepdim, dtype)

@@ -15,6 +15,7 @@ from .. import dtypes as D
 from ..autograd.function import Function
 from ..autograd.graph import needs_graph
 from ..tensor import Tensor
+from . import pointwise as P
 from . import reduction as R
 from . import shape as S
 from .creation import full, zeros
@@ -34,6 +35,8 @@ def _new(shape, dt, device):
 
 # ---- cumsum / cumprod ---------------------------------------------------------------------------
 def _scan(op: str, x, dim: int, dtype=None, reverse: bool = False):
+    if x.dtype.kind == "c":
+        raise P.unsupported("cum" + op, x.dtype, x.device)
     x = R._cast(x, dtype)
     out_dt = x.dtype if dtype is not None or x.dtype.kind == "f" else D.int64
     out = _new(x.shape, out_dt, x.device)
@@ -108,6 +111,8 @@ def cumsum(input, dim, *, dtype=None):
     >>> clgrad.cumsum(clgrad.tensor([1, 2, 3]), 0)  # tensor([1, 3, 6])
     """
     d = wrap_dim(dim, input.dim())
+    if input.dtype.kind == "c" and dtype is None:
+        return P.COMPLEX["cumsum"](input, d)
     if needs_graph(input):
         return _Cumsum.apply(input, d, dtype)
     return _scan("sum", input, d, dtype)

@@ -165,7 +165,7 @@ FROM_NUMPY_ERRORS = [
     ("negative", lambda: np.arange(3)[::-1], ValueError, "At least one stride in the given numpy array is negative"),
     ("byteorder", lambda: np.arange(3, dtype=">i4"), ValueError, "byte order different from the native byte order"),
     ("list", lambda: [1, 2], TypeError, "expected np.ndarray (got list)"),
-    ("complex", lambda: np.zeros(2, np.complex64), TypeError, "can't convert np.ndarray of type complex64"),
+    ("complex256", lambda: np.zeros(2, np.clongdouble), TypeError, "can't convert np.ndarray of type complex256"),
 ]
 
 

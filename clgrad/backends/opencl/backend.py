@@ -9,7 +9,7 @@ import pyopencl as cl
 from ... import dtypes as D
 from ...device import device
 from ...storage import Storage
-from ..common import Desc, copy_compute, is_contiguous
+from ..common import Desc, copy_compute, is_contiguous, pairs
 from . import capture, programs, runtime
 from .conv import CLConv
 from .elementwise import CLElementwise
@@ -48,6 +48,8 @@ class OpenCLBackend:
     def empty(self, dev: device, dt: D.dtype, size: int) -> Storage:
         cl_dev = runtime.get(dev.index)
         self.check_dtype(cl_dev, dt)
+        if dt.kind == "c":  # complex: interleaved (re, im) pairs in a storage of the real dtype
+            dt, size = dt.real, 2 * size
         if size == 0:
             return Storage(dev, dt, 0, None)
         alloc = cl_dev.allocator
@@ -56,6 +58,7 @@ class OpenCLBackend:
 
     def write(self, storage: Storage, host: np.ndarray, offset: int = 0) -> None:
         """Copy ``host`` (converted to the storage's dtype, C order) into the storage from element ``offset``."""
+        host = pairs(host)
         if host.size == 0:
             return
         if offset < 0 or offset + host.size > storage.size:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from ... import dtypes as D
+from ..common import complex_unsupported
 from . import programs, runtime
 
 WG = 256  # work-items of a group where a launcher chooses: a power of two, for the trees
@@ -106,13 +107,15 @@ class Launcher:
 
     @staticmethod
     def dev(t) -> runtime.CLDevice:
-        """The OpenCL device of a tensor descriptor."""
+        """The OpenCL device of a tensor descriptor (never a complex one: ops compose those from real ops)."""
+        if t.dtype.kind == "c":
+            raise complex_unsupported(t)
         return runtime.get(t.device.index)
 
     @staticmethod
     def check_dtype(dev: runtime.CLDevice, dt: D.dtype) -> None:
-        if dt is D.float64 and not dev.props.fp64:
+        if (dt is D.float64 or dt is D.complex128) and not dev.props.fp64:
             raise TypeError(
-                f"float64 is not supported on opencl:{dev.index} ({dev.props.name}): the device lacks the "
+                f"{dt.name} is not supported on opencl:{dev.index} ({dev.props.name}): the device lacks the "
                 "cl_khr_fp64 extension. Use float32, or a device that has cl_khr_fp64."
             )
