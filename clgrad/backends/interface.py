@@ -211,3 +211,9 @@ class Backend(Protocol):
         add, columns outside [0, K) are skipped. Any strides; ``vals`` has ``dense``'s dtype. Each row sums in k
         order (deterministic), accumulating in float32 for float16 and in the dtype otherwise; bool raises
         NotImplementedError."""
+
+    # ---- fft ------------------------------------------------------------------------------------------
+    def fft_c2c(self, out, x, inverse: bool, scale: float = 1.0) -> None:
+        """``out[b, k] = scale * sum_j x[b, j] * exp(-+2 pi i j k / n)`` (the sign + when ``inverse``; no other
+        scaling) for ``x`` and ``out`` contiguous float32/float64 [..., n, 2], the last axis (re, im) pairs: a
+        batched complex FFT along axis -2. ``out`` is not ``x``. Any n >= 1."""

@@ -1,0 +1,132 @@
+"""OpenCL implementation of the ``fft`` primitive (an op family of OpenCLBackend): ``fft_c2c``, launches of
+``kernels/fft.cl.mako``. See ``cpu_fft.CPUFFT`` for the reference semantics.
+
+A length whose prime factors are all in (2, 3, 5, 7) is one mixed-radix Stockham pass per factor (radix 4 first,
+then 2, 3, 5, 7; one launch each), ping-ponging between ``out`` and one temporary so that the last pass writes
+``out``. Any other length goes through Bluestein's chirp-z: the transform becomes a circular convolution of length
+M (the power of two >= 2n - 1), done as two power-of-two FFTs and a pointwise product with the filter's transform.
+Twiddle tables, chirps and the filter's transform are computed on the host in float64 (numpy), rounded once to the
+dtype and cached per (device, length, dtype, direction), so the error grows like that of a float64 plan rounded to
+the dtype, not like sines computed in float32.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ... import dtypes as D
+from ..common import INT32_MAX
+from . import programs
+from .launch import Args, Launcher, index_type, launch_size
+
+RADICES = (4, 2, 3, 5, 7)
+
+
+def factor(n: int) -> tuple[list[int], int]:
+    """The Stockham radices of ``n`` and the part of it they leave (1 when ``n`` needs no Bluestein)."""
+    radices = []
+    for r in RADICES:
+        while n % r == 0 and n > 1:
+            radices.append(r)
+            n //= r
+    return radices, n
+
+
+class _Plan:
+    """What the kernels of one (device, length, dtype, direction) read: a twiddle table, and for a Bluestein length
+    the chirp, the transformed filter and the power-of-two plan."""
+
+    def __init__(self, be, dev, dt: D.dtype, n: int, inverse: bool, sub):
+        radices, rest = factor(n)
+        self.n, self.radices = n, (radices or [1]) if rest == 1 else None
+        host = lambda z: be_upload(be, dev, dt, z)  # noqa: E731
+        if self.radices is not None:
+            self.tw = host(np.exp(-2j * np.pi * np.arange(n) / n))
+            return
+        self.M = sub.n
+        sign = 1.0 if inverse else -1.0
+        chirp = np.exp(sign * 1j * np.pi * (np.arange(n, dtype=np.int64) ** 2 % (2 * n)) / n)
+        filt = np.zeros(self.M, np.complex128)
+        filt[:n] = chirp.conj()
+        filt[self.M - n + 1:] = chirp[1:][::-1].conj()
+        self.chirp, self.filt = host(chirp), host(np.fft.fft(filt) / self.M)
+        self.sub = sub  # the power-of-two plan of length M
+
+
+def be_upload(be, dev, dt: D.dtype, z: np.ndarray):
+    """A storage holding the complex host array ``z`` as (re, im) pairs of ``dt``."""
+    pairs = np.stack([z.real, z.imag], -1).astype(dt.np).ravel()
+    st = be.empty(dev, dt, pairs.size)
+    be.write(st, pairs)
+    return st
+
+
+class CLFFT:
+    PRIMITIVES = ("fft_c2c",)
+
+    def __init__(self, backend, launcher: Launcher):
+        self.be, self.rt = backend, launcher
+        self._plans = launcher.cache(64)
+
+    def fft_c2c(self, out, x, inverse: bool, scale: float = 1.0) -> None:
+        """The batched complex transform of the last axis of the pairs ``x`` into ``out``; see
+        interface.Backend.fft_c2c."""
+        dt = out.dtype
+        if out.numel() == 0:
+            return
+        dev = self.rt.dev(out)
+        self.rt.check_dtype(dev, dt)
+        n = out.shape[-2]
+        rows = out.numel() // (2 * n)
+        plan = self._plan(out.device, dev, dt, n, inverse)
+        sgn = -1.0 if inverse else 1.0
+        if plan.radices is not None:
+            return self._stockham(dev, out.device, dt, plan, (x._storage, x._offset), (out._storage, out._offset), rows, sgn,
+                                  scale)
+        self._bluestein(dev, dt, plan, x, out, rows, sgn, scale)
+
+    def _plan(self, device, dev, dt: D.dtype, n: int, inverse: bool) -> _Plan:
+        key = (dev.index, n, dt.name, inverse)
+        plan = self._plans.get(key)
+        if plan is None:
+            sub = None if factor(n)[1] == 1 else self._plan(device, dev, dt, 1 << (2 * n - 2).bit_length(), False)
+            plan = self._plans[key] = _Plan(self.be, device, dt, n, inverse, sub)
+        return plan
+
+    def _launch(self, dev, dt, kind, total, buffers, ints, scalars=(), radix=0, size=0):
+        idx_np, idx_t = index_type(max(size, 4 * total) > INT32_MAX)
+        params = dict(kind=kind, radix=radix, ctype=dt.ctype, idx_t=idx_t, fp64=dt is D.float64)
+        args = Args(idx_np)
+        for buf, off in buffers:
+            args.buf(buf.data)
+            if off is not None:
+                args.idx(off)
+        args.idx(*ints, total)
+        args.scalar(dt.np, *scalars)
+        name = f"fft_{kind}{radix or ''}_{dt.ctype}"
+        kernel = programs.get_kernel(dev, "fft", name, tuple(args.types), params)
+        kernel(dev.queue, *launch_size(dev, total), *args.values)
+
+    def _stockham(self, dev, device, dt, plan: _Plan, src, dst, rows: int, sgn: float, scale: float) -> None:
+        """The passes of ``plan`` from ``src`` to ``dst`` ((storage, offset) pairs), ping-ponging with one temporary
+        so that the last pass writes ``dst``."""
+        n, radices = plan.n, plan.radices
+        size = rows * n * 2
+        tmp = (self.be.empty(device, dt, size), 0) if len(radices) > 1 else None
+        ns = 1
+        for i, r in enumerate(radices):
+            target = dst if (len(radices) - 1 - i) % 2 == 0 else tmp
+            last = i == len(radices) - 1
+            self._launch(dev, dt, "pass", rows * n // r, [src, target, (plan.tw, None)],
+                         [n, ns, n // (ns * r)], [sgn, scale if last else 1.0], radix=r, size=size)
+            src, ns = target, ns * r
+
+    def _bluestein(self, dev, dt, plan: _Plan, x, out, rows: int, sgn: float, scale: float) -> None:
+        n, M, sub = plan.n, plan.M, plan.sub
+        a = self.be.empty(out.device, dt, rows * M * 2)
+        b = self.be.empty(out.device, dt, rows * M * 2)
+        self._launch(dev, dt, "chirp", rows * M, [(x._storage, x._offset), (a, None), (plan.chirp, None)], [n, M])
+        self._stockham(dev, out.device, dt, sub, (a, 0), (b, 0), rows, 1.0, 1.0)
+        self._launch(dev, dt, "mul", rows * M, [(b, None), (plan.filt, None)], [M])
+        self._stockham(dev, out.device, dt, sub, (b, 0), (a, 0), rows, -1.0, 1.0)
+        self._launch(dev, dt, "post", rows * n, [(a, None), (out._storage, out._offset), (plan.chirp, None)], [n, M],
+                     [scale])

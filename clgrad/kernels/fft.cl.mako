@@ -1,0 +1,123 @@
+## Batched complex FFT along the last axis of a buffer of (re, im) pairs: B rows of n complex values, each stored
+## as two consecutive ${ctype}. Every buffer argument comes with its offset in elements (so a pair may start at
+## an odd element). Four kinds:
+##   pass   one radix-R pass of a mixed-radix Stockham FFT (decimation in time, out of place, autosorting): work-item
+##          (b, j) loads the R values j + r*n/R of row b, multiplies them by the twiddles w^(r*k) (k = j mod ns, ns
+##          the product of the earlier radices; w from the table ``tw`` of exp(-2 pi i m / n), m < n, conjugated
+##          when sgn = -1), takes their R-point DFT and stores it at (j / ns) * ns * R + k + q * ns. The last pass
+##          multiplies by ``scale``.
+##   chirp  Bluestein's first step: a[b, m] = x[b, m] * c[m] for m < n, 0 up to M (the power-of-two length)
+##   mul    a[b, m] *= f[m] (the transformed chirp filter, with 1/M folded in), in place
+##   post   out[b, k] = scale * c[k] * y[b, k] for k < n
+<%namespace name="cl" file="prelude.cl.mako"/>\
+<%!
+import math
+
+
+def lit(v, ctype):
+    return f"{v:.17g}" if ctype == "double" else f"{v:.9g}f"
+
+
+def twiddle(r, q, R):
+    """cos and sin of -2 pi r q / R, snapped to exact 0 and +-1."""
+    a = -2.0 * math.pi * ((r * q) % R) / R
+    c, s = math.cos(a), math.sin(a)
+    snap = lambda v: 0.0 if abs(v) < 1e-15 else (round(v) if abs(abs(v) - 1) < 1e-15 else v)  # noqa: E731
+    return snap(c), snap(s)
+
+
+def term(coef, var, ctype):
+    if coef == 0:
+        return None
+    if coef == 1:
+        return f"+{var}"
+    if coef == -1:
+        return f"-{var}"
+    return f"+{lit(coef, ctype)}*{var}"
+
+
+def dft(R, ctype):
+    """The statements of an R-point DFT of v0..v{R-1} into y0..y{R-1}: y.x = sum(c v.x) - sgn sum(s v.y) and
+    y.y = sum(c v.y) + sgn sum(s v.x)."""
+    lines = []
+    for q in range(R):
+        cre, cim, sre, sim = [], [], [], []
+        for r in range(R):
+            c, s = twiddle(r, q, R)
+            for out, coef, var in ((cre, c, f"v{r}.x"), (cim, c, f"v{r}.y"), (sre, s, f"v{r}.y"),
+                                   (sim, s, f"v{r}.x")):
+                t = term(coef, var, ctype)
+                if t:
+                    out.append(t)
+        zero = lit(0.0, ctype)
+        re = "".join(cre) or zero
+        im = "".join(cim) or zero
+        if sre:
+            re += f" - sgn*({''.join(sre)})"
+        if sim:
+            im += f" + sgn*({''.join(sim)})"
+        lines.append(f"const T2 y{q} = (T2)({re}, {im});")
+    return lines
+%>\
+${cl.header(fp64, idx_t)}\
+#define T ${ctype}
+#define T2 ${ctype}2
+#define LD(buf, off, i) ((T2)((buf)[(off) + 2 * (i)], (buf)[(off) + 2 * (i) + 1]))
+#define ST(buf, off, i, v) do { const T2 v_ = (v); (buf)[(off) + 2 * (i)] = v_.x; (buf)[(off) + 2 * (i) + 1] = v_.y; } while (0)
+
+inline T2 cmul(const T2 a, const T2 b) { return (T2)(a.x * b.x - a.y * b.y, a.x * b.y + a.y * b.x); }
+
+% if kind == "pass":
+__kernel void ${name}(__global const T *src, IDX src_off, __global T *dst, IDX dst_off,
+                      __global const T *tw, IDX n, IDX ns, IDX tstride, IDX total, T sgn, T scale)
+{
+    const IDX g = get_global_id(0);
+    if (g >= total) return;
+    const IDX m = n / ${radix};
+    const IDX b = g / m, j = g - b * m;
+    const IDX k = j % ns;
+    const IDX row = b * n;
+% for r in range(radix):
+    T2 v${r} = LD(src, src_off, row + j + ${r} * m);
+% endfor
+% for r in range(1, radix):
+    {
+        T2 w = LD(tw, 0, ${r} * k * tstride);
+        w.y *= sgn;
+        v${r} = cmul(v${r}, w);
+    }
+% endfor
+% for line in dft(radix, ctype):
+    ${line}
+% endfor
+    const IDX base = row + (j / ns) * ns * ${radix} + k;
+% for q in range(radix):
+    ST(dst, dst_off, base + ${q} * ns, y${q} * scale);
+% endfor
+}
+% elif kind == "chirp":
+__kernel void ${name}(__global const T *x, IDX x_off, __global T *a, __global const T *c, IDX n, IDX M, IDX total)
+{
+    const IDX g = get_global_id(0);
+    if (g >= total) return;
+    const IDX b = g / M, m = g - b * M;
+    const T2 v = m < n ? cmul(LD(x, x_off, b * n + m), LD(c, 0, m)) : (T2)(0, 0);
+    ST(a, 0, g, v);
+}
+% elif kind == "mul":
+__kernel void ${name}(__global T *a, __global const T *f, IDX M, IDX total)
+{
+    const IDX g = get_global_id(0);
+    if (g >= total) return;
+    ST(a, 0, g, cmul(LD(a, 0, g), LD(f, 0, g % M)));
+}
+% elif kind == "post":
+__kernel void ${name}(__global const T *y, __global T *out, IDX out_off, __global const T *c, IDX n, IDX M,
+                      IDX total, T scale)
+{
+    const IDX g = get_global_id(0);
+    if (g >= total) return;
+    const IDX b = g / n, k = g - b * n;
+    ST(out, out_off, g, cmul(LD(y, 0, b * M + k), LD(c, 0, k)) * scale);
+}
+% endif
