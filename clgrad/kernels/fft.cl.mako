@@ -6,6 +6,7 @@
 ##          the product of the earlier radices; w from the table ``tw`` of exp(-2 pi i m / n), m < n, conjugated
 ##          when sgn = -1), takes their R-point DFT and stores it at (j / ns) * ns * R + k + q * ns. The last pass
 ##          multiplies by ``scale``.
+##   local  every pass of one row in local memory, one work-group per row (rows that fit in local memory)
 ##   chirp  Bluestein's first step: a[b, m] = x[b, m] * c[m] for m < n, 0 up to M (the power-of-two length)
 ##   mul    a[b, m] *= f[m] (the transformed chirp filter, with 1/M folded in), in place
 ##   post   out[b, k] = scale * c[k] * y[b, k] for k < n
@@ -58,6 +59,15 @@ def dft(R, ctype):
             im += f" + sgn*({''.join(sim)})"
         lines.append(f"const T2 y{q} = (T2)({re}, {im});")
     return lines
+
+
+def butterfly(R, ctype, load, store):
+    """One radix-R butterfly of work-item j (k, m, ns, tstride, tw and sgn in scope): ``load(r)`` is the C
+    expression of input r, ``store(q, value)`` the statement storing output q."""
+    lines = [f"T2 v{r} = {load(r)};" for r in range(R)]
+    for r in range(1, R):
+        lines.append(f"{{ T2 w = LD(tw, 0, {r} * k * tstride); w.y *= sgn; v{r} = cmul(v{r}, w); }}")
+    return lines + dft(R, ctype) + [store(q, f"y{q}") for q in range(R)]
 %>\
 ${cl.header(fp64, idx_t)}\
 #define T ${ctype}
@@ -77,23 +87,65 @@ __kernel void ${name}(__global const T *src, IDX src_off, __global T *dst, IDX d
     const IDX b = g / m, j = g - b * m;
     const IDX k = j % ns;
     const IDX row = b * n;
-% for r in range(radix):
-    T2 v${r} = LD(src, src_off, row + j + ${r} * m);
-% endfor
-% for r in range(1, radix):
-    {
-        T2 w = LD(tw, 0, ${r} * k * tstride);
-        w.y *= sgn;
-        v${r} = cmul(v${r}, w);
-    }
-% endfor
-% for line in dft(radix, ctype):
+    const IDX base = row + (j / ns) * ns * ${radix} + k;
+% for line in butterfly(radix, ctype, lambda r: f"LD(src, src_off, row + j + {r} * m)", lambda q, v: f"ST(dst, dst_off, base + {q} * ns, {v} * scale);"):
     ${line}
 % endfor
-    const IDX base = row + (j / ns) * ns * ${radix} + k;
-% for q in range(radix):
-    ST(dst, dst_off, base + ${q} * ns, y${q} * scale);
+}
+% elif kind == "local":
+## the whole transform of one row per work-group, every pass in local memory (A -> B, then swap): one launch and
+## one trip through global memory instead of one per pass. ``code`` holds the radices, 3 bits each, first pass lowest.
+__kernel void ${name}(__global const T *src, IDX src_off, __global T *dst, IDX dst_off, __global const T *tw,
+                      IDX n, ulong code, int npass, T sgn, T scale, __local T2 *buf)
+{
+    const IDX row = get_group_id(0) * n;
+    const IDX lid = get_local_id(0), lsz = get_local_size(0);
+    __local T2 *A = buf, *B = buf + n;
+    for (IDX i = lid; i < n; i += lsz) A[i] = LD(src, src_off, row + i);
+    barrier(CLK_LOCAL_MEM_FENCE);
+% if passes:
+## radices known when rendered (``passes``, for the long lengths): constant trip counts and divisors, no switch
+<% ns = 1 %>\
+% for R in passes:
+    for (IDX j = lid; j < ${length // R}; j += lsz) {
+        const IDX m = ${length // R}, tstride = ${length // (ns * R)}, ns = ${ns};
+        const IDX k = j % ns;
+        const IDX base = (j / ns) * ${ns * R} + k;
+% for line in butterfly(R, ctype, lambda r: f"A[j + {r} * m]", lambda q, v: f"B[base + {q} * ns] = {v};"):
+        ${line}
 % endfor
+    }
+    barrier(CLK_LOCAL_MEM_FENCE);
+    { __local T2 *t = A; A = B; B = t; }
+<% ns *= R %>\
+% endfor
+% else:
+    IDX ns = 1;
+    for (int p = 0; p < npass; ++p) {
+        const int R = (int)((code >> (3 * p)) & 7);
+        const IDX m = n / R, tstride = n / (ns * R);
+        for (IDX j = lid; j < m; j += lsz) {
+            const IDX k = j % ns;
+            const IDX base = (j / ns) * ns * R + k;
+            switch (R) {
+% for R in (2, 3, 4, 5, 7):
+            case ${R}: {
+% for line in butterfly(R, ctype, lambda r: f"A[j + {r} * m]", lambda q, v: f"B[base + {q} * ns] = {v};"):
+                ${line}
+% endfor
+                break;
+            }
+% endfor
+            }
+        }
+        barrier(CLK_LOCAL_MEM_FENCE);
+        __local T2 *t = A;
+        A = B;
+        B = t;
+        ns *= R;
+    }
+% endif
+    for (IDX i = lid; i < n; i += lsz) ST(dst, dst_off, row + i, A[i] * scale);
 }
 % elif kind == "chirp":
 __kernel void ${name}(__global const T *x, IDX x_off, __global T *a, __global const T *c, IDX n, IDX M, IDX total)

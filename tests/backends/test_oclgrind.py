@@ -20,6 +20,7 @@ import clgrad
 import clgrad.nn.functional as F
 from clgrad.backends.opencl import programs
 from clgrad.backends.opencl import scan as clscan
+from clgrad.ops import fft_core
 from tests.helpers import assert_close, make
 
 pytestmark = pytest.mark.oclgrind
@@ -370,6 +371,13 @@ def _spmm(device, cls, n):
           _arr((2 * n,), "float32"), _arr((5, 3), "float32"), layouts=["contiguous", "transposed"], grad=True)
 
 
+def _fft(device, cls, n):
+    """Stockham passes of every radix (n = 1, 7: radix 1 and 7; 4 and 2 inside Bluestein) and Bluestein (1031, a
+    prime: chirp, mul, post kinds), forward and backward (the inverse transform)."""
+    shape = (0, 4, 2) if n == 0 else (2, n, 2) if n < 1000 else (1, n, 2)
+    _same(device, lambda p: fft_core.fft(p, norm="ortho"), _arr(shape, "float32"), layouts=["transposed"], grad=True)
+
+
 def _errors(device, cls, n):
     """note_error: a failed bounds check copies its flag into the thread's error buffer (raised at the next read)."""
     m = max(n, 1)
@@ -396,6 +404,7 @@ FAMILIES = {
     "optim": (_optim, ("float",)),
     "rnn": (_rnn, ("float",)),
     "spmm": (_spmm, ("float",)),
+    "fft": (_fft, ("float",)),
     "errors": (_errors, ("float",)),
 }
 

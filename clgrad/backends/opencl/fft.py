@@ -12,6 +12,7 @@ the dtype, not like sines computed in float32.
 from __future__ import annotations
 
 import numpy as np
+import pyopencl as cl
 
 from ... import dtypes as D
 from ..common import INT32_MAX
@@ -19,6 +20,8 @@ from . import programs
 from .launch import Args, Launcher, index_type, launch_size
 
 RADICES = (4, 2, 3, 5, 7)
+LOCAL = 64  # work-items per row of the one-launch local-memory kernel
+SPECIALIZE = 256  # from this length on, the local kernel is rendered for its radices (a build per length)
 
 
 def factor(n: int) -> tuple[list[int], int]:
@@ -94,7 +97,7 @@ class CLFFT:
 
     def _launch(self, dev, dt, kind, total, buffers, ints, scalars=(), radix=0, size=0):
         idx_np, idx_t = index_type(max(size, 4 * total) > INT32_MAX)
-        params = dict(kind=kind, radix=radix, ctype=dt.ctype, idx_t=idx_t, fp64=dt is D.float64)
+        params = dict(kind=kind, radix=radix, ctype=dt.ctype, idx_t=idx_t, fp64=dt is D.float64, passes=(), length=0)
         args = Args(idx_np)
         for buf, off in buffers:
             args.buf(buf.data)
@@ -111,6 +114,8 @@ class CLFFT:
         so that the last pass writes ``dst``."""
         n, radices = plan.n, plan.radices
         size = rows * n * 2
+        if 4 * n * dt.itemsize <= dev.props.local_memory // 2:
+            return self._local(dev, dt, plan, src, dst, rows, sgn, scale)
         tmp = (self.be.empty(device, dt, size), 0) if len(radices) > 1 else None
         ns = 1
         for i, r in enumerate(radices):
@@ -119,6 +124,29 @@ class CLFFT:
             self._launch(dev, dt, "pass", rows * n // r, [src, target, (plan.tw, None)],
                          [n, ns, n // (ns * r)], [sgn, scale if last else 1.0], radix=r, size=size)
             src, ns = target, ns * r
+
+    def _local(self, dev, dt, plan: _Plan, src, dst, rows: int, sgn: float, scale: float) -> None:
+        """Every pass of a row in one launch, in local memory (one work-group of LOCAL work-items per row)."""
+        n = plan.n
+        radices = [r for r in plan.radices if r > 1]
+        idx_np, idx_t = index_type(rows * n * 2 > INT32_MAX)
+        special = n >= SPECIALIZE
+        params = dict(kind="local", radix=0, ctype=dt.ctype, idx_t=idx_t, fp64=dt is D.float64,
+                      passes=tuple(radices) if special else (), length=n if special else 0)
+        args = Args(idx_np)
+        for buf, off in (src, dst):
+            args.buf(buf.data)
+            args.idx(off)
+        args.buf(plan.tw.data)
+        args.idx(n)
+        args.scalar(np.uint64, sum(r << (3 * i) for i, r in enumerate(radices)))
+        args.scalar(np.int32, len(radices))
+        args.scalar(dt.np, sgn, scale)
+        args.buf(cl.LocalMemory(2 * n * 2 * dt.itemsize))
+        name = f"fft_local{n if special else ''}_{dt.ctype}"
+        kernel = programs.get_kernel(dev, "fft", name, tuple(args.types), params)
+        local = min(LOCAL, dev.props.max_work_group_size)
+        kernel(dev.queue, (rows * local,), (local,), *args.values)
 
     def _bluestein(self, dev, dt, plan: _Plan, x, out, rows: int, sgn: float, scale: float) -> None:
         n, M, sub = plan.n, plan.M, plan.sub
