@@ -127,13 +127,14 @@ def test_every_norm(device, norm):
 
 
 def test_errors(device):
-    x = make(np.zeros((3, 4, 2)), device)
+    dt = _dt(device)
+    x = make(np.zeros((3, 4, 2), dt), device)
     with pytest.raises(RuntimeError, match=r"Invalid number of data points \(0\) specified"):
-        F.fft(make(np.zeros((0, 2)), device))
+        F.fft(make(np.zeros((0, 2), dt), device))
     with pytest.raises(RuntimeError, match=r"Invalid number of data points \(0\) specified"):
         F.fft(x, n=0)
     with pytest.raises(RuntimeError, match=r"Invalid number of data points \(0\) specified"):
-        F.irfft(make(np.zeros((1, 2)), device))
+        F.irfft(make(np.zeros((1, 2), dt), device))
     with pytest.raises(RuntimeError, match='Invalid normalization mode: "bad"'):
         F.fft(x, norm="bad")
     with pytest.raises(RuntimeError, match="FFT dims must be unique"):
@@ -159,7 +160,7 @@ def test_freqs_and_shifts(device):
                                       torch.fft.fftfreq(n, d).numpy())
         np.testing.assert_array_equal(clgrad.fft.rfftfreq(n, d, device=device).cpu().numpy(),
                                       torch.fft.rfftfreq(n, d).numpy())
-    a = np.arange(30.0).reshape(5, 6)
+    a = np.arange(30.0, dtype=_dt(device)).reshape(5, 6)
     for dim in (None, 0, -1, (0, 1)):
         for name in ("fftshift", "ifftshift"):
             got = getattr(clgrad.fft, name)(make(a, device, "transposed"), dim)
