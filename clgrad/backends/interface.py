@@ -217,3 +217,7 @@ class Backend(Protocol):
         """``out[b, k] = scale * sum_j x[b, j] * exp(-+2 pi i j k / n)`` (the sign + when ``inverse``; no other
         scaling) for ``x`` and ``out`` contiguous float32/float64 [..., n, 2], the last axis (re, im) pairs: a
         batched complex FFT along axis -2. ``out`` is not ``x``. Any n >= 1."""
+
+    def fft_r2c(self, out, x, inverse: bool, scale: float = 1.0) -> None:
+        """The first n/2 + 1 bins of ``fft_c2c`` of a real ``x`` (contiguous float32/float64 [..., n], n even) into
+        the pairs ``out`` [..., n/2 + 1, 2]: rfft, conjugated when ``inverse``."""

@@ -10,6 +10,7 @@
 ##   chirp  Bluestein's first step: a[b, m] = x[b, m] * c[m] for m < n, 0 up to M (the power-of-two length)
 ##   mul    a[b, m] *= f[m] (the transformed chirp filter, with 1/M folded in), in place
 ##   post   out[b, k] = scale * c[k] * y[b, k] for k < n
+##   rpost  rfft's bins from a half-length complex transform (fft_r2c)
 <%namespace name="cl" file="prelude.cl.mako"/>\
 <%!
 import math
@@ -171,5 +172,22 @@ __kernel void ${name}(__global const T *y, __global T *out, IDX out_off, __globa
     if (g >= total) return;
     const IDX b = g / n, k = g - b * n;
     ST(out, out_off, g, cmul(LD(y, 0, b * M + k), LD(c, 0, k)) * scale);
+}
+% elif kind == "rpost":
+## rfft from the half-length transform Z of z_j = x_2j + i x_2j+1: X_k = E_k + w^k O_k, E = (Z_k + conj Z_h-k) / 2,
+## O = (Z_k - conj Z_h-k) / 2i, w = exp(-2 pi i / n) (the table ``rw``, k <= h); conjugated when sgn = -1
+__kernel void ${name}(__global const T *z, __global T *out, IDX out_off, __global const T *rw, IDX h, IDX total,
+                      T sgn, T scale)
+{
+    const IDX g = get_global_id(0);
+    if (g >= total) return;
+    const IDX b = g / (h + 1), k = g - b * (h + 1);
+    const T2 zk = LD(z, 0, b * h + (k == h ? 0 : k));
+    T2 zr = LD(z, 0, b * h + (k == 0 ? 0 : h - k));
+    zr.y = -zr.y;
+    const T2 e = (zk + zr) * (T)0.5, d = (zk - zr) * (T)0.5;
+    T2 x = e + cmul(LD(rw, 0, k), (T2)(d.y, -d.x));
+    x.y *= sgn;
+    ST(out, out_off, g, x * scale);
 }
 % endif

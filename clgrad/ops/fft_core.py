@@ -7,8 +7,9 @@ One kernel primitive does the work: the backends' ``fft_c2c`` (a batched complex
 axis -2 of a pairs buffer). ``_C2C`` moves a dim there (a contiguous copy), transforms and moves it back; its
 backward is the opposite-direction transform with the same scale (the adjoint of a scaled DFT). The real
 transforms are compositions of it with differentiable view/join ops, so their gradients are PyTorch's formulas:
-r2c is "append a zero imaginary part, c2c, keep the first n//2 + 1 bins" (its adjoint pads the gradient with zeros,
-transforms back and keeps the real part, as ``fft_r2c_backward``), c2r is "complete the Hermitian half spectrum,
+r2c is "append a zero imaginary part, c2c, keep the first n//2 + 1 bins" (for even n one ``fft_r2c`` launch
+sequence, ``_R2C``, whose backward pads the gradient with zeros, transforms back and keeps the real part, as
+``fft_r2c_backward``), c2r is "complete the Hermitian half spectrum,
 c2c, keep the real part" (its adjoint is rfft of the gradient with bins 1 .. n - n//2 - 1 doubled, as
 ``fft_c2r_backward``).
 
@@ -45,6 +46,25 @@ class _C2C(Function):
     def backward(ctx, g):
         dim, scale, inverse = ctx.args
         return _C2C.apply(g, dim, scale, not inverse), None, None, None
+
+
+class _R2C(Function):
+    """The n // 2 + 1 first bins of ``_C2C`` of a real ``x`` along ``dim`` (n even: the backends' ``fft_r2c``, a
+    half-length complex transform). Backward: torch's ``fft_r2c_backward``, the gradient zero-padded to n bins,
+    the opposite-direction c2c, its real part."""
+
+    @staticmethod
+    def forward(ctx, x, dim, scale, inverse):
+        ctx.args = (dim, scale, inverse, x.shape[dim])
+        xc = x.movedim(dim, -1).contiguous()
+        out = empty(xc.shape[:-1] + (xc.shape[-1] // 2 + 1, 2), dtype=x.dtype, device=x.device)
+        backends.get(x.device).fft_r2c(out, xc, inverse, scale)
+        return out.movedim(-2, dim)
+
+    @staticmethod
+    def backward(ctx, g):
+        dim, scale, inverse, n = ctx.args
+        return _C2C.apply(_resize(g, dim, n), dim, scale, not inverse).select(-1, 0), None, None, None
 
 
 def c2c_raw(p: Tensor, dim: int, scale: float, inverse: bool) -> Tensor:
@@ -150,9 +170,12 @@ def _r2c(x: Tensor, s, dim, norm, inverse: bool, default_all: bool = True) -> Te
     sizes, dims = _dims(x.dim(), s, dim, default_all)
     x, ns = _sized(x, sizes, dims)
     scale = _scale(norm, math.prod(ns), inverse)
-    p = stack([x, zeros(x.shape, dtype=x.dtype, device=x.device)], -1)
-    last = dims[-1]
-    p = _C2C.apply(p, last, scale if len(dims) == 1 else 1.0, inverse).narrow(last, 0, ns[-1] // 2 + 1)
+    last, first_scale = dims[-1], scale if len(dims) == 1 else 1.0
+    if ns[-1] % 2 == 0:
+        p = _R2C.apply(x, last, first_scale, inverse)
+    else:
+        p = stack([x, zeros(x.shape, dtype=x.dtype, device=x.device)], -1)
+        p = _C2C.apply(p, last, first_scale, inverse).narrow(last, 0, ns[-1] // 2 + 1)
     return _transform(p, dims[:-1], scale, inverse)
 
 

@@ -64,7 +64,7 @@ def be_upload(be, dev, dt: D.dtype, z: np.ndarray):
 
 
 class CLFFT:
-    PRIMITIVES = ("fft_c2c",)
+    PRIMITIVES = ("fft_c2c", "fft_r2c")
 
     def __init__(self, backend, launcher: Launcher):
         self.be, self.rt = backend, launcher
@@ -80,12 +80,34 @@ class CLFFT:
         self.rt.check_dtype(dev, dt)
         n = out.shape[-2]
         rows = out.numel() // (2 * n)
-        plan = self._plan(out.device, dev, dt, n, inverse)
+        self._c2c(dev, out.device, dt, n, inverse, (x._storage, x._offset), (out._storage, out._offset), rows, scale)
+
+    def fft_r2c(self, out, x, inverse: bool, scale: float = 1.0) -> None:
+        """rfft of the last axis of the real ``x`` into the pairs ``out``; see interface.Backend.fft_r2c. The real
+        row read as n/2 (re, im) pairs is one half-length complex transform; the ``rpost`` kernel untangles it."""
+        dt = out.dtype
+        if out.numel() == 0:
+            return
+        dev = self.rt.dev(out)
+        self.rt.check_dtype(dev, dt)
+        n = x.shape[-1]
+        h, rows = n // 2, x.numel() // n
+        z = self.be.empty(out.device, dt, rows * n)
+        self._c2c(dev, out.device, dt, h, False, (x._storage, x._offset), (z, 0), rows, 1.0)
+        key = ("rw", dev.index, n, dt.name)
+        rw = self._plans.get(key)
+        if rw is None:
+            rw = self._plans[key] = be_upload(self.be, out.device, dt, np.exp(-2j * np.pi * np.arange(h + 1) / n))
+        self._launch(dev, dt, "rpost", rows * (h + 1), [(z, None), (out._storage, out._offset), (rw, None)], [h],
+                     [-1.0 if inverse else 1.0, scale])
+
+    def _c2c(self, dev, device, dt, n: int, inverse: bool, src, dst, rows: int, scale: float) -> None:
+        """``rows`` transforms of length ``n`` from ``src`` to ``dst`` ((storage, offset) pairs)."""
+        plan = self._plan(device, dev, dt, n, inverse)
         sgn = -1.0 if inverse else 1.0
         if plan.radices is not None:
-            return self._stockham(dev, out.device, dt, plan, (x._storage, x._offset), (out._storage, out._offset), rows, sgn,
-                                  scale)
-        self._bluestein(dev, dt, plan, x, out, rows, sgn, scale)
+            return self._stockham(dev, device, dt, plan, src, dst, rows, sgn, scale)
+        self._bluestein(dev, device, dt, plan, src, dst, rows, sgn, scale)
 
     def _plan(self, device, dev, dt: D.dtype, n: int, inverse: bool) -> _Plan:
         key = (dev.index, n, dt.name, inverse)
@@ -148,13 +170,12 @@ class CLFFT:
         local = min(LOCAL, dev.props.max_work_group_size)
         kernel(dev.queue, (rows * local,), (local,), *args.values)
 
-    def _bluestein(self, dev, dt, plan: _Plan, x, out, rows: int, sgn: float, scale: float) -> None:
+    def _bluestein(self, dev, device, dt, plan: _Plan, src, dst, rows: int, sgn: float, scale: float) -> None:
         n, M, sub = plan.n, plan.M, plan.sub
-        a = self.be.empty(out.device, dt, rows * M * 2)
-        b = self.be.empty(out.device, dt, rows * M * 2)
-        self._launch(dev, dt, "chirp", rows * M, [(x._storage, x._offset), (a, None), (plan.chirp, None)], [n, M])
-        self._stockham(dev, out.device, dt, sub, (a, 0), (b, 0), rows, 1.0, 1.0)
+        a = self.be.empty(device, dt, rows * M * 2)
+        b = self.be.empty(device, dt, rows * M * 2)
+        self._launch(dev, dt, "chirp", rows * M, [src, (a, None), (plan.chirp, None)], [n, M])
+        self._stockham(dev, device, dt, sub, (a, 0), (b, 0), rows, 1.0, 1.0)
         self._launch(dev, dt, "mul", rows * M, [(b, None), (plan.filt, None)], [M])
-        self._stockham(dev, out.device, dt, sub, (b, 0), (a, 0), rows, -1.0, 1.0)
-        self._launch(dev, dt, "post", rows * n, [(a, None), (out._storage, out._offset), (plan.chirp, None)], [n, M],
-                     [scale])
+        self._stockham(dev, device, dt, sub, (b, 0), (a, 0), rows, -1.0, 1.0)
+        self._launch(dev, dt, "post", rows * n, [(a, None), dst, (plan.chirp, None)], [n, M], [scale])
