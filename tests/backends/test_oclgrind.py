@@ -18,6 +18,7 @@ import pytest
 
 import clgrad
 import clgrad.nn.functional as F
+from clgrad.backends.opencl import fft as clfft
 from clgrad.backends.opencl import programs
 from clgrad.backends.opencl import scan as clscan
 from clgrad.ops import fft_core
@@ -372,10 +373,16 @@ def _spmm(device, cls, n):
 
 
 def _fft(device, cls, n):
-    """Stockham passes of every radix (n = 1, 7: radix 1 and 7; 4 and 2 inside Bluestein) and Bluestein (1031, a
-    prime: chirp, mul, post kinds), forward and backward (the inverse transform)."""
+    """The one-launch local kernel (n = 1, 7; rfft's 2n: its rpost kernel), Bluestein (1031, a prime: chirp, mul,
+    post kinds), then the global passes (no local memory allowed), forward and backward (the inverse transform)."""
     shape = (0, 4, 2) if n == 0 else (2, n, 2) if n < 1000 else (1, n, 2)
-    _same(device, lambda p: fft_core.fft(p, norm="ortho"), _arr(shape, "float32"), layouts=["transposed"], grad=True)
+    def run(p):
+        return fft_core.fft(p, norm="ortho"), fft_core.rfft(p.select(-1, 0), n=2 * p.shape[-2])
+
+    _same(device, run, _arr(shape, "float32"), layouts=["transposed"], grad=True)
+    with pytest.MonkeyPatch.context() as mp:  # one launch per pass, through global memory
+        mp.setattr(clfft, "LOCAL_BYTES", 0)
+        _same(device, run, _arr((2, min(max(n, 1), 60), 2), "float32"), grad=True)
 
 
 def _errors(device, cls, n):

@@ -21,6 +21,7 @@ from .launch import Args, Launcher, index_type, launch_size
 
 RADICES = (4, 2, 3, 5, 7)
 LOCAL = 64  # work-items per row of the one-launch local-memory kernel
+LOCAL_BYTES = None  # the most local memory the local kernel takes: None is half the device's (tests set 0)
 SPECIALIZE = 256  # from this length on, the local kernel is rendered for its radices (a build per length)
 
 
@@ -136,7 +137,8 @@ class CLFFT:
         so that the last pass writes ``dst``."""
         n, radices = plan.n, plan.radices
         size = rows * n * 2
-        if 4 * n * dt.itemsize <= dev.props.local_memory // 2:
+        budget = dev.props.local_memory // 2 if LOCAL_BYTES is None else LOCAL_BYTES
+        if 4 * n * dt.itemsize <= budget:
             return self._local(dev, dt, plan, src, dst, rows, sgn, scale)
         tmp = (self.be.empty(device, dt, size), 0) if len(radices) > 1 else None
         ns = 1
