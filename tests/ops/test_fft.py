@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 import clgrad
-from clgrad.autograd import gradcheck
+from clgrad.autograd import gradcheck, gradgradcheck
 from clgrad.ops import fft_core as F
 from clgrad.ops import spectral as S
 from tests.conftest import fp64_ok
@@ -124,6 +124,19 @@ def test_every_norm(device, norm):
     _close(F.rfft(p.select(-1, 0), norm=norm).cpu().numpy(), _pairs_np(np.fft.rfft(z.real, norm=norm)), dt)
     _close(F.irfft(p, 15, norm=norm).cpu().numpy(), np.fft.irfft(z, 15, norm=norm), dt)
     _close(F.hfft(p, norm=norm).cpu().numpy(), np.fft.hfft(z, norm=norm), dt)
+
+
+def test_double_backward_and_empty_batch(device):
+    dt, opts = grad_precision(device)
+    rng = np.random.default_rng(10)
+    p = make(_pairs_np(_cplx(rng, (2, 6))).astype(dt), device).requires_grad_(True)
+    x = make(rng.standard_normal((2, 6)).astype(dt), device).requires_grad_(True)
+    assert quiet_gradcheck(gradgradcheck, lambda a: F.fft(a, norm="ortho"), (p,), **opts)
+    assert quiet_gradcheck(gradgradcheck, lambda a: F.rfft(a), (x,), **opts)
+    assert quiet_gradcheck(gradgradcheck, lambda a: F.irfft(a, 5), (p,), **opts)
+    empty = F.fft(make(np.zeros((0, 5, 2), dt), device))
+    assert tuple(empty.shape) == (0, 5, 2)
+    assert tuple(F.rfft(make(np.zeros((0, 6), dt), device)).shape) == (0, 4, 2)
 
 
 def test_errors(device):
