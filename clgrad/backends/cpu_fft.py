@@ -8,7 +8,7 @@ from .common import view_of
 
 
 class CPUFFT:
-    PRIMITIVES = ("fft_c2c", "fft_r2c")
+    PRIMITIVES = ("fft_c2c", "fft_r2c", "fft_c2r")
 
     def __init__(self, backend):
         self.be = backend
@@ -36,3 +36,11 @@ class CPUFFT:
         o = view_of(out)
         o[..., 0] = r.real
         o[..., 1] = -r.imag if inverse else r.imag
+
+    def fft_c2r(self, out, x, scale: float = 1.0) -> None:
+        """irfft of the half spectra ``x`` into the real ``out``; see interface.Backend.fft_c2r."""
+        if out.numel() == 0:
+            return
+        a = view_of(x)
+        r = np.fft.irfft(a[..., 0] + 1j * a[..., 1], n=out.shape[-1], axis=-1, norm="forward")
+        np.copyto(view_of(out), r * scale if scale != 1.0 else r, casting="unsafe")

@@ -221,3 +221,8 @@ class Backend(Protocol):
     def fft_r2c(self, out, x, inverse: bool, scale: float = 1.0) -> None:
         """The first n/2 + 1 bins of ``fft_c2c`` of a real ``x`` (contiguous float32/float64 [..., n], n even) into
         the pairs ``out`` [..., n/2 + 1, 2]: rfft, conjugated when ``inverse``."""
+
+    def fft_c2r(self, out, x, scale: float = 1.0) -> None:
+        """``scale`` times the real inverse transform (the + sign, unnormalized) of the Hermitian half spectra ``x``
+        (contiguous pairs [..., n/2 + 1, 2]) into the real ``out`` [..., n] (contiguous, n even): irfft. The imaginary
+        parts of bins 0 and n/2 are ignored, as PyTorch's."""

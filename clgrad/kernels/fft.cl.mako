@@ -11,6 +11,7 @@
 ##   mul    a[b, m] *= f[m] (the transformed chirp filter, with 1/M folded in), in place
 ##   post   out[b, k] = scale * c[k] * y[b, k] for k < n
 ##   rpost  rfft's bins from a half-length complex transform (fft_r2c)
+##   cpre   irfft's half-length complex input (fft_c2r)
 <%namespace name="cl" file="prelude.cl.mako"/>\
 <%!
 import math
@@ -97,7 +98,7 @@ __kernel void ${name}(__global const T *src, IDX src_off, __global T *dst, IDX d
 ## the whole transform of one row per work-group, every pass in local memory (A -> B, then swap): one launch and
 ## one trip through global memory instead of one per pass. ``code`` holds the radices, 3 bits each, first pass lowest.
 __kernel void ${name}(__global const T *src, IDX src_off, __global T *dst, IDX dst_off, __global const T *tw,
-                      IDX n, ulong code, int npass, T sgn, T scale, __local T2 *buf)
+                      IDX n, uint code, int npass, T sgn, T scale, __local T2 *buf)
 {
     const IDX row = get_group_id(0) * n;
     const IDX lid = get_local_id(0), lsz = get_local_size(0);
@@ -122,29 +123,29 @@ __kernel void ${name}(__global const T *src, IDX src_off, __global T *dst, IDX d
 % endfor
 % else:
     IDX ns = 1;
+    // A and B swap as offsets into buf
+    IDX ia = 0, ib = n;
     for (int p = 0; p < npass; ++p) {
         const int R = (int)((code >> (3 * p)) & 7);
         const IDX m = n / R, tstride = n / (ns * R);
         for (IDX j = lid; j < m; j += lsz) {
             const IDX k = j % ns;
             const IDX base = (j / ns) * ns * R + k;
-            switch (R) {
 % for R in (2, 3, 4, 5, 7):
-            case ${R}: {
-% for line in butterfly(R, ctype, lambda r: f"A[j + {r} * m]", lambda q, v: f"B[base + {q} * ns] = {v};"):
+            ${"if" if R == 2 else "else if"} (R == ${R}) {
+% for line in butterfly(R, ctype, lambda r: f"buf[ia + j + {r} * m]", lambda q, v: f"buf[ib + base + {q} * ns] = {v};"):
                 ${line}
 % endfor
-                break;
             }
 % endfor
-            }
         }
         barrier(CLK_LOCAL_MEM_FENCE);
-        __local T2 *t = A;
-        A = B;
-        B = t;
+        const IDX t = ia;
+        ia = ib;
+        ib = t;
         ns *= R;
     }
+    A = buf + ia;
 % endif
     for (IDX i = lid; i < n; i += lsz) ST(dst, dst_off, row + i, A[i] * scale);
 }
@@ -189,5 +190,22 @@ __kernel void ${name}(__global const T *z, __global T *out, IDX out_off, __globa
     T2 x = e + cmul(LD(rw, 0, k), (T2)(d.y, -d.x));
     x.y *= sgn;
     ST(out, out_off, g, x * scale);
+}
+% elif kind == "cpre":
+## irfft's half-length input: Z_k = E_k + i O_k from the half spectrum X (h + 1 bins), E = (X_k + conj X_h-k) / 2,
+## O = (X_k - conj X_h-k) conj(w^k) / 2 (imaginary parts of X_0 and X_h dropped); its inverse transform is the
+## real output read as pairs
+__kernel void ${name}(__global const T *x, IDX x_off, __global T *z, __global const T *rw, IDX h, IDX total)
+{
+    const IDX g = get_global_id(0);
+    if (g >= total) return;
+    const IDX b = g / h, k = g - b * h;
+    T2 xk = LD(x, x_off, b * (h + 1) + k), xr = LD(x, x_off, b * (h + 1) + h - k);
+    if (k == 0) { xk.y = 0; xr.y = 0; }
+    xr.y = -xr.y;
+    T2 w = LD(rw, 0, k);
+    w.y = -w.y;
+    const T2 e = (xk + xr) * (T)0.5, o = cmul(xk - xr, w) * (T)0.5;
+    ST(z, 0, g, ((T2)(e.x - o.y, e.y + o.x)));
 }
 % endif

@@ -11,7 +11,7 @@ r2c is "append a zero imaginary part, c2c, keep the first n//2 + 1 bins" (for ev
 sequence, ``_R2C``, whose backward pads the gradient with zeros, transforms back and keeps the real part, as
 ``fft_r2c_backward``), c2r is "complete the Hermitian half spectrum,
 c2c, keep the real part" (its adjoint is rfft of the gradient with bins 1 .. n - n//2 - 1 doubled, as
-``fft_c2r_backward``).
+``fft_c2r_backward``; for even n one ``fft_c2r`` launch sequence, ``_C2R``, with that backward).
 
 The public names mirror torch.fft with pairs for complex tensors: ``fft(p, n, dim, norm)`` ... ``ihfftn``. Dims
 count the complex dims (the pairs' last axis is not one).
@@ -25,7 +25,7 @@ from .. import dtypes as D
 from ..autograd.function import Function
 from ..strides import wrap_dim
 from ..tensor import Tensor
-from .creation import empty, zeros
+from .creation import empty, tensor, zeros
 from .joins import cat, stack
 
 __all__ = ["fft", "ifft", "rfft", "irfft", "hfft", "ihfft", "fft2", "ifft2", "rfft2", "irfft2", "hfft2", "ihfft2",
@@ -65,6 +65,28 @@ class _R2C(Function):
     def backward(ctx, g):
         dim, scale, inverse, n = ctx.args
         return _C2C.apply(_resize(g, dim, n), dim, scale, not inverse).select(-1, 0), None, None, None
+
+
+class _C2R(Function):
+    """irfft along ``dim`` of a half spectrum ``p`` of n // 2 + 1 bins (n even: the backends' ``fft_c2r``).
+    Backward: torch's ``fft_c2r_backward``, rfft of the gradient with bins 1 .. n/2 - 1 doubled."""
+
+    @staticmethod
+    def forward(ctx, p, dim, n, scale):
+        ctx.args = (dim, n, scale)
+        pc = p.movedim(dim, -2).contiguous()
+        out = empty(pc.shape[:-2] + (n,), dtype=p.dtype, device=p.device)
+        backends.get(p.device).fft_c2r(out, pc, scale)
+        return out.movedim(-1, dim)
+
+    @staticmethod
+    def backward(ctx, g):
+        dim, n, scale = ctx.args
+        gi = _R2C.apply(g, dim, scale, False)
+        twice = [1.0] + [2.0] * (n // 2 - 1) + [1.0]
+        shape = [1] * gi.dim()
+        shape[dim] = n // 2 + 1
+        return gi * tensor(twice, dtype=g.dtype, device=g.device).reshape(shape), None, None, None
 
 
 def c2c_raw(p: Tensor, dim: int, scale: float, inverse: bool) -> Tensor:
@@ -192,6 +214,8 @@ def _c2r(p: Tensor, s, dim, norm, scale_inverse: bool, default_all: bool = True)
     scale = _scale(norm, math.prod(ns) * n_last, scale_inverse)
     p = _transform(p, dims[:-1], 1.0, True)
     half = _resize(p, last, n_last // 2 + 1)
+    if n_last % 2 == 0:
+        return _C2R.apply(half, last, n_last, scale)
     tail = n_last - (n_last // 2 + 1)
     if tail:
         half = cat([half, conj(half.narrow(last, 1, tail)).flip(last)], last)

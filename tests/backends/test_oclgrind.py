@@ -373,11 +373,12 @@ def _spmm(device, cls, n):
 
 
 def _fft(device, cls, n):
-    """The one-launch local kernel (n = 1, 7; rfft's 2n: its rpost kernel), Bluestein (1031, a prime: chirp, mul,
+    """The one-launch local kernel (n = 1, 7; rfft and irfft of 2n: rpost and cpre), Bluestein (1031, a prime: chirp, mul,
     post kinds), then the global passes (no local memory allowed), forward and backward (the inverse transform)."""
     shape = (0, 4, 2) if n == 0 else (2, n, 2) if n < 1000 else (1, n, 2)
     def run(p):
-        return fft_core.fft(p, norm="ortho"), fft_core.rfft(p.select(-1, 0), n=2 * p.shape[-2])
+        n2 = 2 * p.shape[-2]
+        return fft_core.fft(p, norm="ortho"), fft_core.rfft(p.select(-1, 0), n=n2), fft_core.irfft(p, n=n2)
 
     _same(device, run, _arr(shape, "float32"), layouts=["transposed"], grad=True)
     with pytest.MonkeyPatch.context() as mp:  # one launch per pass, through global memory
