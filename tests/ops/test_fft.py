@@ -12,11 +12,12 @@ import clgrad
 from clgrad.autograd import gradcheck, gradgradcheck
 from clgrad.ops import fft_core as F
 from clgrad.ops import spectral as S
-from tests.conftest import fp64_ok
+from tests.conftest import DEVICES, fp64_ok
 from tests.helpers import grad_precision, make, quiet_gradcheck
 
 LENGTHS = (1, 2, 3, 5, 7, 8, 12, 17, 60, 64, 97, 1000, 4096)
 NORMS = (None, "backward", "ortho", "forward")
+FIRST_CL = next((p.values[0] for p in DEVICES if p.values[0] != "cpu"), None)
 
 
 def _dt(device) -> str:
@@ -274,3 +275,31 @@ def test_public_stft_istft(device):
     want = torch.stft(torch.from_numpy(x), 8, return_complex=True)
     _close(clgrad.view_as_real(spec).cpu().numpy(), torch.view_as_real(want).numpy(), dt)
     _close(clgrad.istft(spec, 8).cpu().numpy(), torch.istft(want, 8).numpy(), dt)
+
+
+# ---- PyTorch's OpInfo samples, run through the pair-level functions (cpu and one OpenCL device) -----------
+OPINFO_NAMES = ("fft", "ifft", "rfft", "irfft", "hfft", "ihfft", "fft2", "ifft2", "rfft2", "irfft2", "hfft2", "ihfft2",
+                "fftn", "ifftn", "rfftn", "irfftn", "hfftn", "ihfftn")
+
+
+@pytest.mark.parametrize("name", OPINFO_NAMES)
+def test_opinfo_samples_on_pairs(device, name):
+    """The first 4 samples of op_db's ``fft.<name>`` (complex128 where the op takes complex, else float64): a
+    complex input passes as ``torch.view_as_real``, the result compared with torch's viewed alike."""
+    torch = pytest.importorskip("torch")
+    pytest.importorskip("expecttest")
+    if device not in ("cpu", FIRST_CL):
+        pytest.skip("cpu and one OpenCL device")
+    from torch.testing._internal.common_methods_invocations import op_db
+
+    op = next(o for o in op_db if o.name == f"fft.{name}")
+    real_in = name in REAL_IN
+    dt = _dt(device)
+    for i, s in enumerate(op.sample_inputs("cpu", torch.float64 if real_in else torch.complex128)):
+        if i == 4:
+            break
+        want = op(s.input, *s.args, **s.kwargs)
+        want = torch.view_as_real(want.resolve_conj()) if want.is_complex() else want
+        inp = s.input.numpy() if real_in else torch.view_as_real(s.input).numpy()
+        got = getattr(F, name)(make(inp.astype(dt), device), *s.args, **s.kwargs)
+        _close(got.cpu().numpy(), want.numpy(), dt)
