@@ -77,6 +77,10 @@ from .ops.special import polygamma, mvlgamma, _standard_gamma_grad  # noqa: E402
 from .ops.special import heaviside, positive, float_power, ldexp, frexp  # noqa: E402,F401
 
 _special.install(Tensor)
+from . import fft  # noqa: E402 - torch.fft's namespace (transforms on (re, im) pairs: ops/fft_core.py)
+from ._stft import stft, istft, install as _install_stft  # noqa: E402
+
+_install_stft(Tensor)
 from .ops.linalg_solve import *  # noqa: F401,F403,E402 - cholesky, cholesky_solve, cholesky_inverse, triangular_solve
 from .ops.linalg_lu import *  # noqa: F401,F403,E402 - det, logdet, slogdet, inverse, lu_unpack
 from .ops.linalg_lu import legacy_lu as lu, legacy_lu_solve as lu_solve, install as _install_lu  # noqa: E402,F401

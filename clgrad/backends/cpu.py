@@ -10,6 +10,7 @@ from ..registry.elementwise import OPS
 from ..storage import Storage
 from .common import cast, compute_np, is_scalar, pairs, view_of  # noqa: F401 (cast: the ops layer imports it from here)
 from .cpu_conv import CPUConv
+from .cpu_fft import CPUFFT
 from .cpu_index import CPUIndex
 from .cpu_matmul import CPUMatmul
 from .cpu_nn import CPUNN
@@ -25,7 +26,7 @@ class CPUBackend:
     and elementwise here, every other primitive bound from an op family object, as in the OpenCL backend."""
 
     name = "cpu"
-    FAMILIES = (CPUReduce, CPUMatmul, CPURandom, CPUIndex, CPUScan, CPUConv, CPUNN, CPUSparse)
+    FAMILIES = (CPUReduce, CPUMatmul, CPURandom, CPUIndex, CPUScan, CPUConv, CPUNN, CPUSparse, CPUFFT)
     fused_optim = None  # no fused optimizer steps: optimizers compose them from elementwise ops
     fused_rnn = None  # no fused LSTM steps: nn.LSTM composes them from elementwise table ops
 

@@ -211,3 +211,18 @@ class Backend(Protocol):
         add, columns outside [0, K) are skipped. Any strides; ``vals`` has ``dense``'s dtype. Each row sums in k
         order (deterministic), accumulating in float32 for float16 and in the dtype otherwise; bool raises
         NotImplementedError."""
+
+    # ---- fft ------------------------------------------------------------------------------------------
+    def fft_c2c(self, out, x, inverse: bool, scale: float = 1.0) -> None:
+        """``out[b, k] = scale * sum_j x[b, j] * exp(-+2 pi i j k / n)`` (the sign + when ``inverse``; no other
+        scaling) for ``x`` and ``out`` contiguous float32/float64 [..., n, 2], the last axis (re, im) pairs: a
+        batched complex FFT along axis -2. ``out`` is not ``x``. Any n >= 1."""
+
+    def fft_r2c(self, out, x, inverse: bool, scale: float = 1.0) -> None:
+        """The first n/2 + 1 bins of ``fft_c2c`` of a real ``x`` (contiguous float32/float64 [..., n], n even) into
+        the pairs ``out`` [..., n/2 + 1, 2]: rfft, conjugated when ``inverse``."""
+
+    def fft_c2r(self, out, x, scale: float = 1.0) -> None:
+        """``scale`` times the real inverse transform (the + sign, unnormalized) of the Hermitian half spectra ``x``
+        (contiguous pairs [..., n/2 + 1, 2]) into the real ``out`` [..., n] (contiguous, n even): irfft. The imaginary
+        parts of bins 0 and n/2 are ignored, as PyTorch's."""

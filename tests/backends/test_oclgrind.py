@@ -18,8 +18,10 @@ import pytest
 
 import clgrad
 import clgrad.nn.functional as F
+from clgrad.backends.opencl import fft as clfft
 from clgrad.backends.opencl import programs
 from clgrad.backends.opencl import scan as clscan
+from clgrad.ops import fft_core
 from tests.helpers import assert_close, make
 
 pytestmark = pytest.mark.oclgrind
@@ -370,6 +372,20 @@ def _spmm(device, cls, n):
           _arr((2 * n,), "float32"), _arr((5, 3), "float32"), layouts=["contiguous", "transposed"], grad=True)
 
 
+def _fft(device, cls, n):
+    """The one-launch local kernel (n = 1, 7; rfft and irfft of 2n: rpost and cpre), Bluestein (1031, a prime: chirp, mul,
+    post kinds), then the global passes (no local memory allowed), forward and backward (the inverse transform)."""
+    shape = (0, 4, 2) if n == 0 else (2, n, 2) if n < 1000 else (1, n, 2)
+    def run(p):
+        n2 = 2 * p.shape[-2]
+        return fft_core.fft(p, norm="ortho"), fft_core.rfft(p.select(-1, 0), n=n2), fft_core.irfft(p, n=n2)
+
+    _same(device, run, _arr(shape, "float32"), layouts=["transposed"], grad=True)
+    with pytest.MonkeyPatch.context() as mp:  # one launch per pass, through global memory
+        mp.setattr(clfft, "LOCAL_BYTES", 0)
+        _same(device, run, _arr((2, min(max(n, 1), 60), 2), "float32"), grad=True)
+
+
 def _errors(device, cls, n):
     """note_error: a failed bounds check copies its flag into the thread's error buffer (raised at the next read)."""
     m = max(n, 1)
@@ -396,6 +412,7 @@ FAMILIES = {
     "optim": (_optim, ("float",)),
     "rnn": (_rnn, ("float",)),
     "spmm": (_spmm, ("float",)),
+    "fft": (_fft, ("float",)),
     "errors": (_errors, ("float",)),
 }
 

@@ -13,6 +13,7 @@ from ..common import Desc, copy_compute, is_contiguous, pairs
 from . import capture, programs, runtime
 from .conv import CLConv
 from .elementwise import CLElementwise
+from .fft import CLFFT
 from .index import CLIndex
 from .launch import Launcher
 from .matmul import CLMatmul
@@ -32,7 +33,7 @@ class OpenCLBackend:
     ``Launcher``. Methods are bound once, so a call costs what a method call on the family costs."""
 
     name = "opencl"
-    FAMILIES = (CLElementwise, CLReduce, CLMatmul, CLRandom, CLIndex, CLScan, CLConv, CLNN, CLSparse)
+    FAMILIES = (CLElementwise, CLReduce, CLMatmul, CLRandom, CLIndex, CLScan, CLConv, CLNN, CLSparse, CLFFT)
 
     def __init__(self):
         self.launcher = Launcher()
