@@ -4,8 +4,7 @@
 already define it, so a dedicated implementation (a registry record, a kernel) always wins over these, and an
 alias of an op that does not exist yet (``arccosh`` of ``acosh``) appears as soon as its target does.
 The composites are written in clgrad ops, so autograd and every device come for free; they are for real dtypes
-(clgrad has no complex dtypes: ``conj``, ``real``, ``resolve_conj`` ... are the identity, as torch's are on
-real tensors). Found by ``scripts/opdb_coverage.py``, which measures clgrad against PyTorch's op database.
+(the complex ops live in ``ops/complex.py``; a name set there first, as ``conj`` or ``real``, is kept). Found by ``scripts/opdb_coverage.py``, which measures clgrad against PyTorch's op database.
 """
 from __future__ import annotations
 
