@@ -11,9 +11,9 @@
 ##                         a[b] [M, L] @ im2col(x[b])^T (G = 1; a is the output gradient).
 ## a is [*, M, K] with unit stride along K (a_sz: its stride per group (mode 0) or image (mode 1)).
 ##
-## Per k slab, the positions and taps the B tile covers are decoded once into local tables (row offsets, window
-## starts), so each B element costs two adds, a bounds check and a load; positions past L and taps past T get a
-## start far below 0, which the bounds check rejects.
+## Per k slab, each work-item copies whole lines of the B tile (one tap, consecutive positions), walking them output
+## row by output row: one division per line, then per run a bounds split and a plain copy (vectorized when x rows
+## are contiguous and the stride is 1), as im2col's kernel copies; the A tile is copied row by row.
 ##
 ## Render kwargs: name, ctype, acc, fp64, idx_t, tm, tn, tk, wm, wn, vw (a matmul Tiling).
 <%namespace name="cl" file="prelude.cl.mako"/>\
@@ -22,7 +22,6 @@
   nt = lx * ly
   half = ctype == "half"
   pad = 1 if vw == 1 else 0
-  nd = max(tk, tn)  # entries of the decode tables
 
   def vt(w):
       return acc if w == 1 else f"{acc}{w}"
@@ -31,7 +30,43 @@
       return cl.module.load(ctype, ptr, idx, to=acc)
 %>\
 ${cl.header(fp64, idx_t)}\
-#define FAR (-(1 << 28))
+
+// [*lo, *hi): the positions o in [0, n) whose coordinate start + o * step lies in [0, size) (step > 0)
+inline void inside(IDX start, IDX step, IDX size, IDX n, IDX *lo, IDX *hi) {
+    IDX a = start >= 0 ? 0 : (-start + step - 1) / step;
+    IDX b = start >= size ? 0 : (size - start + step - 1) / step;
+    *lo = min(a, n);
+    *hi = max(*lo, min(b, n));
+}
+
+// dst[j * ds] = im2col(x) at one tap and positions p .. p + len - 1 (zero past L and from j = valid on), walking
+// the positions row by row so that each run along an output row is a bounds split and a plain copy
+inline void copy_line(__local ${acc} *dst, int ds, int valid, int len, __global const ${ctype} *x, IDX base, IDX p,
+                      IDX L, IDX OW, IDX H, IDX W, IDX xs2, IDX xs3, IDX SH, IDX SW, IDX hoff, IDX woff)
+{
+    IDX oh = p / OW, ow = p - oh * OW;
+    int i = 0;
+    if (valid > L - p) valid = (int)max(L - p, (IDX)0);
+    while (i < valid) {
+        const int run = (int)min((IDX)(valid - i), OW - ow);
+        const IDX h = oh * SH + hoff, w0 = ow * SW + woff;
+        IDX lo = 0, hi = 0;
+        if (h >= 0 && h < H) inside(w0, SW, W, run, &lo, &hi);
+        __global const ${ctype} *src = x + (base + h * xs2 + w0 * xs3);
+        __local ${acc} *d = dst + i * ds;
+        for (int j = 0; j < lo; ++j) d[j * ds] = 0;
+        if (ds == 1 && SW * xs3 == 1) {
+            for (int j = lo; j < hi; ++j) d[j] = ${gload("src", "j")};
+        } else {
+            for (int j = lo; j < hi; ++j) d[j * ds] = ${gload("src", "j * SW * xs3")};
+        }
+        for (int j = hi; j < run; ++j) d[j * ds] = 0;
+        i += run;
+        ow = 0;
+        ++oh;
+    }
+    for (; i < len; ++i) dst[i * ds] = 0;
+}
 
 __kernel __attribute__((reqd_work_group_size(${lx}, ${ly}, 1)))
 void ${name}(
@@ -43,8 +78,6 @@ void ${name}(
 {
     __local ${acc} As[${tm}][${tk + pad}];
     __local ${acc} Bs[${tk}][${tn + pad}];
-    __local int pos_h[${nd}], pos_w[${nd}], tap_h[${nd}], tap_w[${nd}];
-    __local IDX tap_c[${nd}];
     const int tx = get_local_id(0), ty = get_local_id(1);
     const int tid = ty * ${lx} + tx;
     const IDX m0 = (IDX)get_group_id(1) * ${tm}, n0 = (IDX)get_group_id(0) * ${tn};
@@ -60,42 +93,23 @@ void ${name}(
     const IDX a_base = a_off + (mode ? bb : g) * a_sz;
     const IDX x_base = x_off + bb * xs0 + g * C * xs1;
     for (IDX k0 = 0; k0 < K; k0 += ${tk}) {
-        // the decode tables: positions along n (mode 0) or k (mode 1), taps along the other
-        const IDX p0 = mode ? k0 : n0, t0 = mode ? n0 : k0;
-        const int np = mode ? ${tk} : ${tn}, ntp = mode ? ${tn} : ${tk};
-        for (int i = tid; i < np; i += ${nt}) {
-            const IDX p = p0 + i;
-            pos_h[i] = p < L ? (int)((p / OW) * SH - PH) : FAR;
-            pos_w[i] = p < L ? (int)((p % OW) * SW - PW) : FAR;
+        // the A tile: rows along its unit-stride K
+        for (int mm = tid; mm < ${tm}; mm += ${nt}) {
+            __global const ${ctype} *src = a + (a_base + (m0 + mm) * a_sm + k0);
+            const int kn = m0 + mm < M ? (int)min((IDX)${tk}, K - k0) : 0;
+            for (int kk = 0; kk < kn; ++kk) As[mm][kk] = ${gload("src", "kk")};
+            for (int kk = kn; kk < ${tk}; ++kk) As[mm][kk] = 0;
         }
-        for (int i = tid; i < ntp; i += ${nt}) {
+        // the B tile through the im2col map: one tap's line of positions at a time (mode 0: rows of Bs, mode 1:
+        // its columns)
+        const int lines = mode ? ${tn} : ${tk}, len = mode ? ${tk} : ${tn}, ds = mode ? ${tn + pad} : 1;
+        const IDX p0 = mode ? k0 : n0, t0 = mode ? n0 : k0;
+        for (int i = tid; i < lines; i += ${nt}) {
             const IDX t = t0 + i;
             const IDX kj = t % KW, r = t / KW;
-            tap_c[i] = (r / KH) * xs1;
-            tap_h[i] = t < T ? (int)((r % KH) * DH) : FAR;
-            tap_w[i] = (int)(kj * DW);
-        }
-        // the A tile, along its unit-stride K
-        for (int r = 0; r < ${-(-tm * tk // nt)}; ++r) {
-            const int e = tid + r * ${nt};
-%   if (tm * tk) % nt:
-            if (e >= ${tm * tk}) break;
-%   endif
-            const int kk = e % ${tk}, mm = e / ${tk};
-            As[mm][kk] = (m0 + mm < M && k0 + kk < K) ? ${gload("a", f"a_base + (m0 + mm) * a_sm + k0 + kk")} : (${acc})0;
-        }
-        barrier(CLK_LOCAL_MEM_FENCE);
-        // the B tile through the im2col map
-        for (int r = 0; r < ${-(-tk * tn // nt)}; ++r) {
-            const int e = tid + r * ${nt};
-%   if (tk * tn) % nt:
-            if (e >= ${tk * tn}) break;
-%   endif
-            const int nn = e % ${tn}, kk = e / ${tn};
-            const int pi = mode ? kk : nn, ti = mode ? nn : kk;
-            const int h = pos_h[pi] + tap_h[ti], w = pos_w[pi] + tap_w[ti];
-            Bs[kk][nn] = (h >= 0 && h < H && w >= 0 && w < W)
-                ? ${gload("x", "x_base + tap_c[ti] + h * xs2 + w * xs3")} : (${acc})0;
+            __local ${acc} *dst = mode ? &Bs[0][i] : &Bs[i][0];
+            copy_line(dst, ds, t < T ? len : 0, len, x, x_base + (r / KH) * xs1, p0, L, OW, H, W, xs2, xs3, SH, SW,
+                      (r % KH) * DH - PH, kj * DW - PW);
         }
         barrier(CLK_LOCAL_MEM_FENCE);
         for (int kk = 0; kk < ${tk}; ++kk) {
