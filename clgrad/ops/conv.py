@@ -87,11 +87,11 @@ def _add_bias(out, bias):
     return out
 
 
-def _fused(x, n: int = 1):
-    """The backend's implicit-GEMM convolutions (``fused_conv``) when it has them for x (and ``n`` output
-    matrices fit one launch), else None."""
+def _fused(x, n: int, rows: int, taps: int):
+    """The backend's implicit-GEMM convolutions (``fused_conv``) when it has them for x and a product of ``rows``
+    output channels over ``taps`` (and ``n`` output matrices fit one launch), else None."""
     fused = getattr(backends.get(x.device), "fused_conv", None)
-    return fused if fused is not None and n <= MAX_FUSED_BATCH and fused.usable(x) else None
+    return fused if fused is not None and n <= MAX_FUSED_BATCH and fused.usable(x, rows, taps) else None
 
 
 def _conv_raw(x, w, bias, win: Window, groups: int, keep: list | None = None):
@@ -102,7 +102,7 @@ def _conv_raw(x, w, bias, win: Window, groups: int, keep: list | None = None):
     co = w4.shape[0]
     kg, cog, length = c // groups * win.kh * win.kw, co // groups, win.oh * win.ow
     out = _empty((n, co, win.oh, win.ow), x)
-    fused = _fused(x, n * groups) if out.numel() and kg else None
+    fused = _fused(x, n * groups, cog, kg) if out.numel() and kg else None
     if fused is not None:  # the product reads x through the im2col map and adds the bias in its store
         fused.conv(out, x4, S.reshape(w4, groups, cog, kg).contiguous(), _bias_arg(bias), win, groups)
         return out if x.dim() == 4 else out._view((n, co, win.ow), (co * win.ow, win.ow, 1))
@@ -126,8 +126,9 @@ def _conv_t_raw(x, w, bias, win: Window, groups: int, size: tuple):
     cog, k = w4.shape[1], win.kh * win.kw
     cgin, co, length = cin // groups, cog * groups, win.oh * win.ow
     h, wd = (1,) + tuple(size) if len(size) == 1 else size
-    if win.sh == win.sw == 1 and cgin and n * cin and _fused(x, n * groups) is not None:
-        out = _conv_flipped(x4, w4, bias, win, groups, (h, wd))
+    fused = _fused(x, n * groups, cog, cgin * k) if win.sh == win.sw == 1 and cgin and n * cin else None
+    if fused is not None:  # stride 1: a convolution with the flipped weight, no column matrix
+        out = _conv_flipped(fused, x4, w4, bias, win, groups, (h, wd))
         return out if x.dim() == 4 else out._view((n, co, wd), (co * wd, wd, 1))
     out = _empty((n, co, h, wd), x)
     if out.numel() and cgin:
@@ -149,7 +150,7 @@ def _bias_arg(bias):
     return None if bias is None else bias.contiguous()
 
 
-def _conv_flipped(x4, w4, bias, win: Window, groups: int, size: tuple):
+def _conv_flipped(fused, x4, w4, bias, win: Window, groups: int, size: tuple):
     """A stride-1 transposed convolution as a convolution of x4 with the flipped, transposed weight: output (h, w)
     reads x4 at (h - (dh*(kh-1) - ph) + ki*dh, ...), so the implicit-GEMM kernel needs no column matrix either."""
     cin, cog, kh, kw = w4.shape
@@ -160,8 +161,8 @@ def _conv_flipped(x4, w4, bias, win: Window, groups: int, size: tuple):
     h, wd = size
     fwin = Window(kh, kw, 1, 1, win.dh * (kh - 1) - win.ph, win.dw * (kw - 1) - win.pw, win.dh, win.dw, h, wd)
     out = _empty((x4.shape[0], cog * groups, h, wd), x4)
-    _fused(x4).conv(out, x4, flipped._view((groups, cog, cg * kh * kw), (cog * cg * kh * kw, cg * kh * kw, 1)),
-                    _bias_arg(bias), fwin, groups)
+    taps = cg * kh * kw
+    fused.conv(out, x4, flipped._view((groups, cog, taps), (cog * taps, taps, 1)), _bias_arg(bias), fwin, groups)
     return out
 
 
@@ -173,7 +174,7 @@ def _conv_weight_raw(x, gy, win: Window, groups: int, wshape: tuple, cols=None):
     kg, cog, length = c // groups * win.kh * win.kw, co // groups, win.oh * win.ow
     if n * length == 0 or kg == 0:
         return P.fill(_empty(wshape, x), 0)
-    fused = _fused(x) if groups == 1 and cols is None else None
+    fused = _fused(x, 1, co, kg) if groups == 1 and cols is None else None
     if fused is not None:  # the batch-summed product reads x through the im2col map
         part = _empty((fused.weight_chunks(n, co, kg), co, kg), x)
         fused.conv_weight(part, x4, S.reshape(g4, n, co, length).contiguous(), win)

@@ -20,10 +20,26 @@ _ACC = {"half": "float", "float": "float", "double": "double"}
 WEIGHT_CHUNK_GROUPS = 16
 
 
-def usable(dev_t, x) -> bool:
+# CPU devices: the smallest product rows (output channels per group) and taps (C/groups*kh*kw) that take the
+# implicit GEMM. Measured on PoCL (2 cores, busy host, ms, implicit / im2col+matmul): ResNet 64->64 3x3 at 16x16,
+# batch 32: forward 12.5-16 / 15-20, input gradient 9-19 / 16-31, weight gradient 13-20 / 9-44; 32->64 3x3 at 26x26,
+# batch 64: 22-31 / 34-39, 51-108 / 35-88, 32-43 / 40-62. The MNIST convs (1->10, 10->20 5x5; 1->32 3x3) were
+# slower implicit (fwd 1.5-2.1 / 1.0-2.2, weight gradient 1.7-3.5 / 1.0-2.3; the input gradient of a 1-channel
+# conv 15-27 / 1.4-1.8): a 16-row tile is mostly padding for their few channels, and short rows make short runs.
+CPU_MIN_ROWS = 32
+CPU_MIN_TAPS = 64
+
+
+def usable(x, rows: int, taps: int) -> bool:
     """Whether the implicit-GEMM kernels serve x's device and dtype (float types; not on devices with a loop
-    limit, looplimit.py, whose budget the slab loops would have to be split for)."""
-    return x.dtype.kind == "f" and looplimit.budget(Launcher.dev(dev_t)) is None
+    limit, looplimit.py, whose budget the slab loops would have to be split for) for a product of ``rows`` output
+    channels per group over ``taps`` window taps."""
+    if x.dtype.kind != "f":
+        return False
+    dev = Launcher.dev(x)
+    if looplimit.budget(dev) is not None:
+        return False
+    return dev.rank < 2 or (rows >= CPU_MIN_ROWS and taps >= CPU_MIN_TAPS)
 
 
 class CLConvGemm:
@@ -33,8 +49,8 @@ class CLConvGemm:
         self.be, self.rt = backend, launcher
         self._launchers = launcher.cache()
 
-    def usable(self, x) -> bool:
-        return usable(x, x)
+    def usable(self, x, rows: int, taps: int) -> bool:
+        return usable(x, rows, taps)
 
     def conv(self, out, x, w, bias, win, groups: int, relu: bool = False) -> None:
         """out [N, Co, oh, ow] (contiguous) = conv(x [N, C, H, W], w [groups, Co/groups, C/groups*kh*kw] with unit
