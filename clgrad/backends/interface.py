@@ -50,12 +50,12 @@ class FusedRNN(Protocol):
 
 class FusedConv(Protocol):
     """Implicit-GEMM convolutions: the product reads x through the im2col index map (no column matrix). ops/conv.py
-    calls them when ``usable(x, rows, taps)``, and otherwise runs im2col + matmul (results agree to float
+    calls them when ``usable(x, rows, taps, depth)``, and otherwise runs im2col + matmul (results agree to float
     rounding)."""
 
-    def usable(self, x, rows: int, taps: int) -> bool:
+    def usable(self, x, rows: int, taps: int, depth: int) -> bool:
         """Whether to use them for x and a product of ``rows`` output channels (per group) over ``taps`` window
-        taps (C/groups*kh*kw)."""
+        taps (C/groups*kh*kw), summing ``depth`` terms per output."""
 
     def conv(self, out, x, w, bias, win: Window, groups: int, relu: bool = False) -> None:
         """out [N, Co, oh, ow] = conv(x, w [groups, Co/groups, C/groups*kh*kw]) (+ bias [Co]) (then ReLU)."""

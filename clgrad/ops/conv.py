@@ -87,11 +87,13 @@ def _add_bias(out, bias):
     return out
 
 
-def _fused(x, n: int, rows: int, taps: int):
+def _fused(x, n: int, rows: int, taps: int, depth: int = 0):
     """The backend's implicit-GEMM convolutions (``fused_conv``) when it has them for x and a product of ``rows``
-    output channels over ``taps`` (and ``n`` output matrices fit one launch), else None."""
+    output channels over ``taps``, ``depth`` terms deep (default ``taps``), with ``n`` output matrices (at most
+    one launch's), else None."""
     fused = getattr(backends.get(x.device), "fused_conv", None)
-    return fused if fused is not None and n <= MAX_FUSED_BATCH and fused.usable(x, rows, taps) else None
+    ok = fused is not None and n <= MAX_FUSED_BATCH and fused.usable(x, rows, taps, depth or taps)
+    return fused if ok else None
 
 
 def _conv_raw(x, w, bias, win: Window, groups: int, keep: list | None = None):
@@ -174,7 +176,7 @@ def _conv_weight_raw(x, gy, win: Window, groups: int, wshape: tuple, cols=None):
     kg, cog, length = c // groups * win.kh * win.kw, co // groups, win.oh * win.ow
     if n * length == 0 or kg == 0:
         return P.fill(_empty(wshape, x), 0)
-    fused = _fused(x, 1, co, kg) if groups == 1 and cols is None else None
+    fused = _fused(x, 1, co, kg, n * length) if groups == 1 and cols is None else None
     if fused is not None:  # the batch-summed product reads x through the im2col map
         part = _empty((fused.weight_chunks(n, co, kg), co, kg), x)
         fused.conv_weight(part, x4, S.reshape(g4, n, co, length).contiguous(), win)

@@ -30,16 +30,26 @@ CPU_MIN_ROWS = 32
 CPU_MIN_TAPS = 64
 
 
-def usable(x, rows: int, taps: int) -> bool:
-    """Whether the implicit-GEMM kernels serve x's device and dtype (float types; not on devices with a loop
-    limit, looplimit.py, whose budget the slab loops would have to be split for) for a product of ``rows`` output
-    channels per group over ``taps`` window taps."""
+def usable(x, rows: int, taps: int, depth: int) -> bool:
+    """Whether the implicit-GEMM kernels serve x's device and dtype (float types) for a product of ``rows`` output
+    channels per group over ``taps`` window taps, ``depth`` terms deep per output (on a device with a loop limit,
+    looplimit.py, only where one work-item's loops stay within its budget)."""
     if x.dtype.kind != "f":
         return False
     dev = Launcher.dev(x)
-    if looplimit.budget(dev) is not None:
+    budget = looplimit.budget(dev)
+    if budget is not None and _loops(tiling(dev, _ACC[x.dtype.ctype], short=rows <= SHORT_M), depth) > budget:
         return False
     return dev.rank < 2 or (rows >= CPU_MIN_ROWS and taps >= CPU_MIN_TAPS)
+
+
+def _loops(t, depth: int) -> int:
+    """An upper bound on one work-item's loop iterations: per tk-deep slab its A rows, its B lines (each at most
+    three loops over its length, plus one per run) and the slab's tk steps; then the stores."""
+    lx, ly, _ = t.local_size
+    nt, line = lx * ly, max(t.tk, t.tn)
+    slab = -(-t.tm // nt) * (t.tk + 2) + -(-line // nt) * (4 * line + 4) + t.tk
+    return -(-depth // t.tk) * slab + t.wm * t.wn * t.vw + 8
 
 
 class CLConvGemm:
@@ -49,8 +59,8 @@ class CLConvGemm:
         self.be, self.rt = backend, launcher
         self._launchers = launcher.cache()
 
-    def usable(self, x, rows: int, taps: int) -> bool:
-        return usable(x, rows, taps)
+    def usable(self, x, rows: int, taps: int, depth: int) -> bool:
+        return usable(x, rows, taps, depth)
 
     def conv(self, out, x, w, bias, win, groups: int, relu: bool = False) -> None:
         """out [N, Co, oh, ow] (contiguous) = conv(x [N, C, H, W], w [groups, Co/groups, C/groups*kh*kw] with unit
