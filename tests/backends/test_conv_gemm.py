@@ -10,7 +10,7 @@ import clgrad
 import clgrad.nn.functional as F
 from clgrad import backends
 from clgrad.backends.common import Window
-from clgrad.backends.opencl import conv_gemm, runtime
+from clgrad.backends.opencl import conv_gemm, matmul, runtime
 from tests.helpers import assert_close, make
 
 # x shape, weight shape, stride, padding, dilation, groups: odd sizes, every window parameter, groups, 'same'
@@ -117,3 +117,15 @@ def test_narrow_convs_keep_im2col_on_cpu_devices(device):
     x = clgrad.ones(2, 1, 8, 8, device=device)
     assert not backends.get(x.device).fused_conv.usable(x, 10, 25, 25)
     assert backends.get(x.device).fused_conv.usable(x, 64, 576, 576)
+
+
+@pytest.mark.parametrize("form", ["gpu tiling", "64-bit indices"])
+def test_other_kernel_forms(device, fused, monkeypatch, form):
+    """The GPU tiling (scalar work-items, padded local rows) and 64-bit index math, on whatever device runs."""
+    if form == "gpu tiling":
+        monkeypatch.setattr(conv_gemm, "tiling", lambda dev, acc, short=False: matmul.TILINGS["gpu"][1])
+    else:
+        monkeypatch.setattr(conv_gemm, "INT32_MAX", 0)
+    (got, want), _ = _run(device, GEOMETRIES[3], np.float32, "sliced")
+    for g, w in zip(got, want):
+        assert_close(clgrad.tensor(g), w)
