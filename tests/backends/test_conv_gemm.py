@@ -83,9 +83,9 @@ def test_float16_forward(device, fused):
 def test_conv_transpose2d_stride1(device, fused):
     rng = np.random.default_rng(4)
     x, w, b = (rng.integers(-4, 5, s).astype(np.float32) / 4 for s in ((2, 4, 5, 6), (4, 3, 3, 2), (6,)))
-    got = F.conv_transpose2d(*(clgrad.tensor(a, device=device) for a in (x, w, b)), padding=(1, 0), groups=2,
-                             dilation=(1, 2))
-    want = F.conv_transpose2d(*(clgrad.tensor(a) for a in (x, w, b)), padding=(1, 0), groups=2, dilation=(1, 2))
+    kw = dict(padding=(1, 0), output_padding=(0, 1), groups=2, dilation=(1, 2))
+    got = F.conv_transpose2d(*(clgrad.tensor(a, device=device) for a in (x, w, b)), **kw)
+    want = F.conv_transpose2d(*(clgrad.tensor(a) for a in (x, w, b)), **kw)
     assert_close(got, want.numpy())
     assert fused == ["conv"]
 
