@@ -50,7 +50,8 @@ def main(argv=None) -> Bench:
     # the two-layer net, and the RNN's hidden-state product
     skinny = [("MNIST fc1 x@W.T", 64, 320, 50, False, True), ("MNIST fc2 x@W.T", 64, 50, 10, False, True),
               ("MNIST fc1 dW=g.T@x", 50, 64, 320, True, False), ("MNIST fc1 dx=g@W", 64, 50, 320, False, False),
-              ("two-layer x@W1.T", 64, 1000, 100, False, True), ("RNN h@Whh.T", 32, 128, 128, False, True)]
+              ("two-layer x@W1.T", 64, 1000, 100, False, True), ("RNN h@Whh.T", 32, 128, 128, False, True),
+              ("example net fc1 x@W.T", 64, 9216, 128, False, True)]
     for label, m, k, n, ta, tb in skinny[: b.pick(2, len(skinny), len(skinny))]:
         gemm_case(b, f"mm {m}x{k}x{n} ({label})", m, k, n, ta, tb, target=half)
     b.finish()

@@ -1,5 +1,6 @@
 """NN ops at the MNIST net's shapes (batch 64): conv2d forward and forward+backward, max_pool2d, softmax,
-log_softmax and cross-entropy.
+log_softmax and cross-entropy; also the convs of PyTorch's MNIST example (1->32, 32->64 3x3) and of a ResNet basic
+block (64->64 3x3, padding 1, batch 32 at 16x16: the implicit-GEMM path on CPU devices).
 
     python bench/nn.py [--device opencl:N] [--quick] [--smoke] [--json out.json]
 
@@ -21,7 +22,8 @@ import clgrad  # noqa: E402
 import clgrad.nn.functional as F  # noqa: E402
 
 
-def np_conv2d(x, w, bias):
+def np_conv2d(x, w, bias, pad=0):
+    x = np.pad(x, ((0, 0), (0, 0), (pad, pad), (pad, pad))) if pad else x
     windows = sliding_window_view(x, w.shape[2:], axis=(2, 3))  # (N, C, OH, OW, kh, kw)
     return np.tensordot(windows, w, axes=([1, 4, 5], [1, 2, 3])).transpose(0, 3, 1, 2) + bias[:, None, None]
 
@@ -61,21 +63,23 @@ def backward_fn(fn, leaves, grad):
     return run
 
 
-def conv_case(b: Bench, label: str, batch: int, cin: int, cout: int, hw: int) -> None:
+def conv_case(b: Bench, label: str, batch: int, cin: int, cout: int, hw: int, k: int = 5, pad: int = 0) -> None:
     T = b.torch
     TF = T.nn.functional if T else None
-    shape = f"{batch}x{cin}x{hw}x{hw} * {cout}x{cin}x5x5"
+    shape = f"{batch}x{cin}x{hw}x{hw} * {cout}x{cin}x{k}x{k}" + (f" pad {pad}" if pad else "")
     x, w, bias = (Pair(b, rand(s, seed), True)
-                  for s, seed in (((batch, cin, hw, hw), 1), ((cout, cin, 5, 5), 2), ((cout,), 3)))
-    g = Pair(b, rand((batch, cout, hw - 4, hw - 4), 4))
+                  for s, seed in (((batch, cin, hw, hw), 1), ((cout, cin, k, k), 2), ((cout,), 3)))
+    o = hw + 2 * pad - k + 1
+    g = Pair(b, rand((batch, cout, o, o), 4))
     name = f"conv2d {label} fwd {shape}"
     if b.wants(name):
-        b.add(name, b.measure(clgrad=lambda: F.conv2d(x.cd, w.cd, bias.cd), numpy=lambda: np_conv2d(x.n, w.n, bias.n),
-                              torch=T and (lambda: TF.conv2d(x.td, w.td, bias.td))))
+        b.add(name, b.measure(clgrad=lambda: F.conv2d(x.cd, w.cd, bias.cd, padding=pad),
+                              numpy=lambda: np_conv2d(x.n, w.n, bias.n, pad),
+                              torch=T and (lambda: TF.conv2d(x.td, w.td, bias.td, padding=pad))))
     name = f"conv2d {label} fwd+bwd {shape}"
     if b.wants(name):
-        b.add(name, b.measure(clgrad=backward_fn(F.conv2d, [x.c, w.c, bias.c], g.c),
-                              torch=T and backward_fn(TF.conv2d, [x.t, w.t, bias.t], g.t)))
+        b.add(name, b.measure(clgrad=backward_fn(lambda *a: F.conv2d(*a, padding=pad), [x.c, w.c, bias.c], g.c),
+                              torch=T and backward_fn(lambda *a: TF.conv2d(*a, padding=pad), [x.t, w.t, bias.t], g.t)))
 
 
 def pool_case(b: Bench, batch: int) -> None:
@@ -116,6 +120,9 @@ def main(argv=None) -> Bench:
     batch = b.pick(4, 64, 64)
     conv_case(b, "conv1", batch, 1, 10, 28)
     conv_case(b, "conv2", batch, 10, 20, 12)
+    conv_case(b, "example conv1", batch, 1, 32, 28, k=3)
+    conv_case(b, "example conv2", batch, 32, 64, 26, k=3)
+    conv_case(b, "resnet", b.pick(2, 32, 32), 64, 64, b.pick(8, 16, 16), k=3, pad=1)
     pool_case(b, batch)
     for rows, cols in b.pick(((4, 10),), ((64, 10), (1024, 1000)), ((64, 10), (4096, 1000))):
         softmax_cases(b, rows, cols)

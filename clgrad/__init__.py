@@ -154,3 +154,9 @@ import sys as _sys  # noqa: E402
 from .ops import aliases as _aliases  # noqa: E402
 
 _aliases.install(_sys.modules[__name__])
+
+# CLGRAD_WARMUP=background: build the example networks' kernels in a daemon thread (warmup.py; off by default)
+if __import__("os").environ.get("CLGRAD_WARMUP") == "background":
+    from . import warmup as _warmup  # noqa: E402
+
+    _warmup.start_background()

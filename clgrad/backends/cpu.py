@@ -29,6 +29,7 @@ class CPUBackend:
     FAMILIES = (CPUReduce, CPUMatmul, CPURandom, CPUIndex, CPUScan, CPUConv, CPUNN, CPUSparse, CPUFFT)
     fused_optim = None  # no fused optimizer steps: optimizers compose them from elementwise ops
     fused_rnn = None  # no fused LSTM steps: nn.LSTM composes them from elementwise table ops
+    fused_conv = None  # no implicit-GEMM convolutions: ops/conv.py runs im2col + matmul
 
     def __init__(self):
         for family in self.FAMILIES:

@@ -48,10 +48,30 @@ class FusedRNN(Protocol):
         gradients (``grad_h + dh_next``, ``grad_c + dc_next``) and its saved gates, cell and previous cell."""
 
 
+class FusedConv(Protocol):
+    """Implicit-GEMM convolutions: the product reads x through the im2col index map (no column matrix). ops/conv.py
+    calls them when ``usable(x, rows, taps, depth)``, and otherwise runs im2col + matmul (results agree to float
+    rounding)."""
+
+    def usable(self, x, rows: int, taps: int, depth: int) -> bool:
+        """Whether to use them for x and a product of ``rows`` output channels (per group) over ``taps`` window
+        taps (C/groups*kh*kw), summing ``depth`` terms per output."""
+
+    def conv(self, out, x, w, bias, win: Window, groups: int, relu: bool = False) -> None:
+        """out [N, Co, oh, ow] = conv(x, w [groups, Co/groups, C/groups*kh*kw]) (+ bias [Co]) (then ReLU)."""
+
+    def conv_weight(self, out, x, gy, win: Window) -> None:
+        """out [Z, Co, C*kh*kw]: the groups=1 weight gradient summed over Z chunks of the batch; gy [N, Co, oh*ow]."""
+
+    def weight_chunks(self, n: int, co: int, taps: int) -> int:
+        """The Z that conv_weight should write for n images."""
+
+
 class Backend(Protocol):
     name: str
     fused_optim: FusedOptim | None  # None: optimizers compose their steps from elementwise ops
     fused_rnn: FusedRNN | None  # None: nn.LSTM composes its steps from elementwise ops
+    fused_conv: FusedConv | None  # None: convolutions run as im2col + matmul
 
     # ---- memory ---------------------------------------------------------------------------------------
     def empty(self, dev, dt: D.dtype, size: int) -> Storage:

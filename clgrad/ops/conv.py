@@ -88,6 +88,15 @@ def _add_bias(out, bias):
     return out
 
 
+def _fused(x, n: int, rows: int, taps: int, depth: int = 0):
+    """The backend's implicit-GEMM convolutions (``fused_conv``) when it has them for x and a product of ``rows``
+    output channels over ``taps``, ``depth`` terms deep (default ``taps``), with ``n`` output matrices (at most
+    one launch's), else None."""
+    fused = getattr(backends.get(x.device), "fused_conv", None)
+    ok = fused is not None and n <= MAX_FUSED_BATCH and fused.usable(x, rows, taps, depth or taps)
+    return fused if ok else None
+
+
 def _conv_raw(x, w, bias, win: Window, groups: int, keep: list | None = None):
     """conv(x, w): x [N, C, (H,) W], w [Co, C/groups, (kh,) kw] -> [N, Co, (oh,) ow]; the column matrix is
     appended to ``keep`` when given (the weight gradient reuses it)."""
@@ -96,6 +105,10 @@ def _conv_raw(x, w, bias, win: Window, groups: int, keep: list | None = None):
     co = w4.shape[0]
     kg, cog, length = c // groups * win.kh * win.kw, co // groups, win.oh * win.ow
     out = _empty((n, co, win.oh, win.ow), x)
+    fused = _fused(x, n * groups, cog, kg) if out.numel() and kg else None
+    if fused is not None:  # the product reads x through the im2col map and adds the bias in its store
+        fused.conv(out, x4, S.reshape(w4, groups, cog, kg).contiguous(), _bias_arg(bias), win, groups)
+        return out if x.dim() == 4 else out._view((n, co, win.ow), (co * win.ow, win.ow, 1))
     if out.numel() and kg:
         cols = _columns(x4, win)
         if keep is not None:
@@ -116,6 +129,10 @@ def _conv_t_raw(x, w, bias, win: Window, groups: int, size: tuple):
     cog, k = w4.shape[1], win.kh * win.kw
     cgin, co, length = cin // groups, cog * groups, win.oh * win.ow
     h, wd = (1,) + tuple(size) if len(size) == 1 else size
+    fused = _fused(x, n * groups, cog, cgin * k) if win.sh == win.sw == 1 and cgin and n * cin else None
+    if fused is not None:  # stride 1: a convolution with the flipped weight, no column matrix
+        out = _conv_flipped(fused, x4, w4, bias, win, groups, (h, wd))
+        return out if x.dim() == 4 else out._view((n, co, wd), (co * wd, wd, 1))
     out = _empty((n, co, h, wd), x)
     if out.numel() and cgin:
         wm = S.reshape(w4, groups, cgin, cog * k)
@@ -132,6 +149,26 @@ def _conv_t_raw(x, w, bias, win: Window, groups: int, size: tuple):
     return out if x.dim() == 4 else out._view((n, co, wd), (co * wd, wd, 1))
 
 
+def _bias_arg(bias):
+    return None if bias is None else bias.contiguous()
+
+
+def _conv_flipped(fused, x4, w4, bias, win: Window, groups: int, size: tuple):
+    """A stride-1 transposed convolution as a convolution of x4 with the flipped, transposed weight: output (h, w)
+    reads x4 at (h - (dh*(kh-1) - ph) + ki*dh, ...), so the implicit-GEMM kernel needs no column matrix either."""
+    cin, cog, kh, kw = w4.shape
+    cg = cin // groups
+    s0, s1, s2, s3 = w4._strides
+    flipped = w4._view((groups, cog, cg, kh, kw), (cg * s0, s1, s0, -s2, -s3),
+                       w4._offset + (kh - 1) * s2 + (kw - 1) * s3).contiguous()
+    h, wd = size
+    fwin = Window(kh, kw, 1, 1, win.dh * (kh - 1) - win.ph, win.dw * (kw - 1) - win.pw, win.dh, win.dw, h, wd)
+    out = _empty((x4.shape[0], cog * groups, h, wd), x4)
+    taps = cg * kh * kw
+    fused.conv(out, x4, flipped._view((groups, cog, taps), (cog * taps, taps, 1)), _bias_arg(bias), fwin, groups)
+    return out
+
+
 def _conv_weight_raw(x, gy, win: Window, groups: int, wshape: tuple, cols=None):
     """The weight gradient of <gy, conv(x, w)>: sum over the batch of gy[n] @ im2col(x)[n]^T, per group."""
     x4, g4 = _as4d(x), _as4d(gy)
@@ -140,6 +177,12 @@ def _conv_weight_raw(x, gy, win: Window, groups: int, wshape: tuple, cols=None):
     kg, cog, length = c // groups * win.kh * win.kw, co // groups, win.oh * win.ow
     if n * length == 0 or kg == 0:
         return P.fill(_empty(wshape, x), 0)
+    fused = _fused(x, 1, co, kg, n * length) if groups == 1 and cols is None else None
+    if fused is not None:  # the batch-summed product reads x through the im2col map
+        part = _empty((fused.weight_chunks(n, co, kg), co, kg), x)
+        fused.conv_weight(part, x4, S.reshape(g4, n, co, length).contiguous(), win)
+        total = part._view((co, kg), (kg, 1)) if part.shape[0] == 1 else reduce_sum(part, 0)
+        return S.reshape(total, *wshape)
     if groups == 1:
         return S.reshape(_weight_sum(x4, S.reshape(g4, n, co, length), win, cols), *wshape)
     cols = _columns(x4, win)
@@ -155,7 +198,8 @@ def _conv_weight_raw(x, gy, win: Window, groups: int, wshape: tuple, cols=None):
 # Weight-gradient work-groups to aim for per launch (assuming 16 x 64 tiles): enough for every core, few partial
 # sums to add up after. On PoCL the MNIST weight gradients took 1.2-1.5 ms as 64 per-sample products + a sum.
 WEIGHT_CHUNK_GROUPS = 16
-KEEP_COLS_BYTES = 64 << 20  # the largest column matrix a convolution keeps from forward for its weight gradient
+KEEP_COLS_BYTES = 64 << 20
+MAX_FUSED_BATCH = 65535  # output matrices of one implicit-GEMM launch (the grid's 3rd dimension)  # the largest column matrix a convolution keeps from forward for its weight gradient
 
 
 def _weight_sum(x4, gm, win: Window, cols=None):

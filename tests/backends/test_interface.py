@@ -10,7 +10,7 @@ import pytest
 
 import clgrad
 from clgrad.backends.cpu import CPUBackend
-from clgrad.backends.interface import Backend, FusedOptim, FusedRNN
+from clgrad.backends.interface import Backend, FusedConv, FusedOptim, FusedRNN
 from clgrad.backends.opencl.backend import OpenCLBackend
 
 
@@ -40,7 +40,7 @@ def _check(impl, protocol) -> None:
 @pytest.mark.parametrize("backend", [CPUBackend(), OpenCLBackend()], ids=["cpu", "opencl"])
 def test_backend_implements_protocol(backend):
     _check(backend, Backend)
-    for attr, protocol in (("fused_optim", FusedOptim), ("fused_rnn", FusedRNN)):
+    for attr, protocol in (("fused_optim", FusedOptim), ("fused_rnn", FusedRNN), ("fused_conv", FusedConv)):
         capability = getattr(backend, attr)
         if capability is not None:
             _check(capability, protocol)

@@ -18,6 +18,7 @@ import pytest
 
 import clgrad
 import clgrad.nn.functional as F
+from clgrad.backends.opencl import conv_gemm as clconv_gemm
 from clgrad.backends.opencl import fft as clfft
 from clgrad.backends.opencl import programs
 from clgrad.backends.opencl import scan as clscan
@@ -241,6 +242,18 @@ def _conv(device, cls, n):
               layouts=["transposed", "sliced", "contiguous"], grad=True)
 
 
+def _conv_gemm(device, cls, n):
+    """The implicit-GEMM kernels, taken for every size (the CPU thresholds off): forward, the stride-1 input
+    gradient as a flipped-weight convolution, and the batch-summed weight gradient."""
+    xs, ws, stride, pad = _conv_shapes(n)
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(clconv_gemm, "CPU_MIN_ROWS", 0)
+        mp.setattr(clconv_gemm, "CPU_MIN_TAPS", 0)
+        x, w, b = _arr(xs, "float32"), _arr(ws, "float32", 1), _arr(ws[:1], "float32", 2)
+        _same(device, lambda x, w, b: F.conv2d(x, w, b, stride=1, padding=pad, dilation=(1, 2 if n > 1 else 1)),
+              x, w, b, layouts=["sliced", "contiguous", "contiguous"], grad=True)
+
+
 def _pool(device, cls, n):
     xs = _conv_shapes(n)[0]
     if n == 0:
@@ -403,6 +416,7 @@ FAMILIES = {
     "sort": (_sort, ("bool", "int", "float")),
     "index": (_index, ("bool", "int", "float")),
     "conv": (_conv, ("float",)),
+    "conv_gemm": (_conv_gemm, ("float",)),
     "pool": (_pool, ("float",)),
     "softmax": (_softmax, ("float",)),
     "nll": (_nll, ("float",)),

@@ -12,6 +12,7 @@ from ...storage import Storage
 from ..common import Desc, copy_compute, is_contiguous, pairs
 from . import capture, programs, runtime
 from .conv import CLConv
+from .conv_gemm import CLConvGemm
 from .elementwise import CLElementwise
 from .fft import CLFFT
 from .index import CLIndex
@@ -45,6 +46,7 @@ class OpenCLBackend:
         # optional capabilities: the fused optimizer steps and LSTM steps (the cpu backend has neither)
         self.fused_optim = CLOptim(self, self.launcher)
         self.fused_rnn = CLRNN(self, self.launcher)
+        self.fused_conv = CLConvGemm(self, self.launcher)  # implicit-GEMM convolutions (conv_gemm.py)
 
     def empty(self, dev: device, dt: D.dtype, size: int) -> Storage:
         cl_dev = runtime.get(dev.index)

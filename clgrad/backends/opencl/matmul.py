@@ -140,6 +140,12 @@ class CLMatmul:
             # 64x320x50 35 -> 30 us, 64x50x10 8.4 -> 3.7 us, 384^3 825 -> 530 us, 512^3 1.60 -> 1.39 ms; from
             # 1024^3 (256 big tiles) the big tiling is faster (11.6 vs 13.8 ms, 2048^3 130 vs 227 ms)
             t = tiling(dev, acc, short=True)
+        if forced is None and dev.rank >= 2 and m > SKINNY_M and k <= tiling(dev, acc, short=True).tk:
+            # one slab deep (a conv's input gradient over few output channels): the short tiling. On PoCL (busy
+            # host) MNIST conv2's [250, 20] @ [20, 64] x64 took 2.0-2.6 ms with it against 2.9-10 ms with 64x64
+            # tiles, 1024x32x1024 1.1 ms against 1.6-2.4; and the MNIST step then needs one matmul kernel, not two
+            # (a cold first step pays 1-3 s of PoCL code generation per matmul kernel)
+            t = tiling(dev, acc, short=True)
         if forced is None and dev.rank >= 2 and k <= 32 < t.tk and t.vw > 1:
             # a short K (a conv's input gradient: K = output channels) would be padded to the whole slab:
             # on PoCL a 250x20x4096 product took 1.6 ms with tk 64 and 0.6 ms with tk 32. One bucket only, so
