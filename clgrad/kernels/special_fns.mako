@@ -167,8 +167,8 @@ inline T spf_bessel_j(T x, int nu) {
 // trigonometric form for n > 6 inside (-1, 1), else the three-term recurrence; 4 Hermite H, 5 Hermite He,
 // 6 Laguerre L, 7 Legendre P. The recurrences take n steps: a degree of millions takes millions of steps.
 inline T spf_poly(T x, T nf, int kind) {
-    if (isnan(nf) || nf < (T)0) return (T)0;
-    long n = (long)nf;
+    if (isnan(nf) || nf <= (T)-1) return (T)0;
+    long n = (long)nf;  // PyTorch casts n to int64 first: a degree in (-1, 0) is 0
     T p = (T)1, q, r = (T)1;
     if (kind <= 3) {
         T sign = (n & 1) ? (T)-1 : (T)1;
