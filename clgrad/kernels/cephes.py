@@ -1,5 +1,8 @@
 """Cephes' coefficient tables of the special functions PyTorch computes with them (ATen/native/Math.h: airy_ai,
-bessel_y0/y1 (with bessel_j0/j1's asymptotic P, Q), modified_bessel_k0/k1 and their scaled forms), copied digit for
+bessel_y0/y1 (with bessel_j0/j1's tables: the J term of Y below 5 is PyTorch's
+bessel_j0/j1_forward, whose denominators RQ are evaluated as a polynomial of degree 7 where Cephes' p1evl has an
+implied leading 1, so they are ~1e-8 off near 5; PyTorch's Y0/Y1 inherit it (and evaluate YQ the same way), and so
+do ours, to agree with PyTorch), modified_bessel_k0/k1 and their scaled forms), copied digit for
 digit. Plain data: ``special_fns.mako`` writes them into its C helpers (``c_array``) and
 ``registry/special_cephes.py`` evaluates the same tables in numpy, so the two cannot drift apart.
 Polynomials (``polevl``) list the highest power first; Chebyshev series (``chbevl``) their first coefficient first.
@@ -66,6 +69,20 @@ J1_QP = (
 J1_QQ = (
     7.42373277035675149943e+01, 1.05644886038262816351e+03, 4.98641058337653607651e+03, 9.56231892404756170795e+03,
     7.99704160447350683650e+03, 2.82619278517639096600e+03, 3.36093607810698293419e+02,
+)
+J0_RP = (
+    -4.79443220978201773821e+09, 1.95617491946556577543e+12, -2.49248344360967716204e+14, 9.70862251047306323952e+15,
+)
+J0_RQ = (
+    4.99563147152651017219e+02, 1.73785401676374683123e+05, 4.84409658339962045305e+07, 1.11855537045356834862e+10,
+    2.11277520115489217587e+12, 3.10518229857422583814e+14, 3.18121955943204943306e+16, 1.71086294081043136091e+18,
+)
+J1_RP = (
+    -8.99971225705559398224e+08, 4.52228297998194034323e+11, -7.27494245221818276015e+13, 3.68295732863852883286e+15,
+)
+J1_RQ = (
+    6.20836478118054335476e+02, 2.56987256757748830383e+05, 8.35146791431949253037e+07, 2.21511595479792499675e+10,
+    4.74914122079991414898e+12, 7.84369607876235854894e+14, 8.95222336184627338078e+16, 5.32278620332680085395e+18,
 )
 Y0_YP = (
     1.55924367855235737965e+04, -1.46639295903971606143e+07, 5.43526477051876500413e+09, -9.82136065717911466409e+11,

@@ -249,6 +249,19 @@ inline T spf_airy_ai(T x) {
     }
     return K(0.355028053887817239260) * f - K(0.258819403792806798405) * g;
 }
+// PyTorch's bessel_j0/j1_forward for 0 <= x <= 5 (kernels/cephes.py says why it is not spf_bessel_j)
+inline T spf_cephes_j_small(T x, int nu) {
+    ${C.c_array("RP0", C.J0_RP)}
+    ${C.c_array("RQ0", C.J0_RQ)}
+    ${C.c_array("RP1", C.J1_RP)}
+    ${C.c_array("RQ1", C.J1_RQ)}
+    T xx = x * x;
+    if (nu) return spf_polevl(xx, RP1, 4) / spf_polevl(xx, RQ1, 8) * x * (xx - K(1.46819706421238932572e+01))
+                   * (xx - K(4.92184563216946036703e+01));
+    if (x < K(0.00001)) return (T)1 - xx / (T)4;
+    return (xx - K(5.78318596294678452118e+00)) * (xx - K(3.04712623436620863991e+01)) * spf_polevl(xx, RP0, 4)
+           / spf_polevl(xx, RQ0, 8);
+}
 // Bessel Y0, Y1 (PyTorch's bessel_y0/y1_forward): a rational function plus (2/pi) log(x) J up to 5, Hankel's
 // asymptotic P and Q beyond; -inf at 0, NaN below
 inline T spf_bessel_y(T x, int nu) {
@@ -270,9 +283,9 @@ inline T spf_bessel_y(T x, int nu) {
         T xx = x * x;
         if (nu == 0)
             return spf_polevl(xx, YP0, 8) / spf_polevl(xx, YQ0, 7)
-                   + K(0.636619772367581343075535053490057448) * log(x) * spf_bessel_j(x, 0);
+                   + K(0.636619772367581343075535053490057448) * log(x) * spf_cephes_j_small(x, 0);
         return x * (spf_polevl(xx, YP1, 6) / spf_polevl(xx, YQ1, 8))
-               + K(0.636619772367581343075535053490057448) * (spf_bessel_j(x, 1) * log(x) - (T)1 / x);
+               + K(0.636619772367581343075535053490057448) * (spf_cephes_j_small(x, 1) * log(x) - (T)1 / x);
     }
     T w = (T)25 / (x * x), s = x - (nu ? K(2.356194490192344928846982537459627163) : K(0.785398163397448309615660845819875721));
     T p = nu ? spf_polevl(w, PP1, 7) / spf_polevl(w, PQ1, 7) : spf_polevl(w, PP0, 7) / spf_polevl(w, PQ0, 7);

@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..kernels import cephes as C
-from .special_fns import np_bessel_j0, np_bessel_j1, np_i0, np_i1
+from .special_fns import np_i0, np_i1
 
 _2_PI = 0.636619772367581343075535053490057448
 _SQRT_2_PI = 0.797884560802865355879892119868763737
@@ -60,10 +60,21 @@ def np_airy_ai(x):
         zeta = f(2) * x * np.sqrt(x) / 3
         pos = (f(5.64189583547756286948e-01) * (_polevl(1 / zeta, C.AIRY_AN) / _polevl(1 / zeta, C.AIRY_AD))
                / (2 * np.sqrt(np.sqrt(x)) * np.exp(zeta)))
-        mid = _airy_series(np.where(ax < 2.09, x, f(0)))
+        mid = _airy_series(np.where(ax > 2.09, f(0), x))  # NaN and -2.09 itself take the series, as in C
         out = np.where(x < -2.09, neg, np.where(x >= 2.09, pos, mid))
         out = np.where(x > 103.892, f(0), out)
     return np.where(np.isinf(x), np.nan, out).astype(x.dtype)
+
+
+def _cephes_j_small(x, nu: int):
+    """PyTorch's bessel_j0/j1_forward for 0 <= x <= 5 (spf_cephes_j_small)."""
+    xx = x * x
+    if nu:
+        return (_polevl(xx, C.J1_RP) / _polevl(xx, C.J1_RQ) * x * (xx - 1.46819706421238932572e+01)
+                * (xx - 4.92184563216946036703e+01))
+    out = (xx - 5.78318596294678452118e+00) * (xx - 3.04712623436620863991e+01) * _polevl(xx, C.J0_RP) / _polevl(
+        xx, C.J0_RQ)
+    return np.where(x < 0.00001, 1 - xx / 4, out)
 
 
 def _bessel_y(x, nu: int):
@@ -71,10 +82,10 @@ def _bessel_y(x, nu: int):
     with np.errstate(all="ignore"):
         xx = x * x
         if nu:
-            small = x * (_polevl(xx, C.Y1_YP) / _polevl(xx, C.Y1_YQ)) + f(_2_PI) * (np_bessel_j1(x) * np.log(x) - 1 / x)
+            small = x * (_polevl(xx, C.Y1_YP) / _polevl(xx, C.Y1_YQ)) + f(_2_PI) * (_cephes_j_small(x, 1) * np.log(x) - 1 / x)
             pp, pq, qp, qq, shift = C.J1_PP, C.J1_PQ, C.J1_QP, C.J1_QQ, 2.356194490192344928846982537459627163
         else:
-            small = _polevl(xx, C.Y0_YP) / _polevl(xx, C.Y0_YQ) + f(_2_PI) * np.log(x) * np_bessel_j0(x)
+            small = _polevl(xx, C.Y0_YP) / _polevl(xx, C.Y0_YQ) + f(_2_PI) * np.log(x) * _cephes_j_small(x, 0)
             pp, pq, qp, qq, shift = C.J0_PP, C.J0_PQ, C.J0_QP, C.J0_QQ, 0.785398163397448309615660845819875721
         w, s = 25 / xx, x - f(shift)
         p, q = _polevl(w, pp) / _polevl(w, pq), _polevl(w, qp) / _polevl(w, qq)
