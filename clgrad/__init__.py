@@ -8,6 +8,8 @@ from .dtypes import (  # noqa: F401
     get_default_dtype, set_default_dtype, promote_types,
 )
 from .dtypes import result_type as _result_type
+from .dtypes import bfloat16  # noqa: F401
+from .typeinfo import finfo, iinfo  # noqa: F401
 from .device import device, get_default_device, set_default_device  # noqa: F401
 from .tensor import Tensor, Size, is_tensor  # noqa: F401
 from .backends.opencl.allocator import OutOfMemoryError  # noqa: F401

@@ -347,24 +347,27 @@ class Tensor:
                 f"can't convert {self.device} device type tensor to numpy. Use Tensor.cpu() to copy the tensor to "
                 "host memory first."
             )
+        if self.dtype is D.bfloat16:  # numpy has no bfloat16 of its own (clgrad's cpu storage is ml_dtypes')
+            raise TypeError("Got unsupported ScalarType BFloat16")
         return view_of(self)
 
     def __array__(self, dtype=None, copy=None):
         # unlike PyTorch, an OpenCL tensor converts too (a copy), so np.asarray works on any device
-        arr = self.numpy() if self.device.type == "cpu" else backends.get(self.device).read(self)
+        arr = self._host()
         return arr if dtype is None else arr.astype(dtype, copy=False)
 
     def _host(self) -> np.ndarray:
-        """The values as a numpy array (a view on cpu, a copy from a device)."""
-        return self.numpy() if self.device.type == "cpu" else backends.get(self.device).read(self)
+        """The values as a numpy array (a view on cpu, a copy from a device; bfloat16 as ml_dtypes' type)."""
+        return view_of(self) if self.device.type == "cpu" else backends.get(self.device).read(self)
 
     def item(self):
         if self.numel() != 1:
             raise RuntimeError(f"a Tensor with {self.numel()} elements cannot be converted to Scalar")
-        return self._host().reshape(-1)[0].item()
+        return self._host().reshape(-1)[0].astype(self.dtype.np if self.dtype is not D.bfloat16 else np.float32).item()
 
     def tolist(self):
-        return self._host().tolist()
+        host = self._host()
+        return (host.astype(np.float32) if self.dtype is D.bfloat16 else host).tolist()
 
     def _scalar(self):
         if self.numel() != 1:
@@ -420,6 +423,9 @@ class Tensor:
 
     def half(self, *, memory_format=preserve_format) -> Tensor:
         return self.to(D.float16, memory_format=memory_format)
+
+    def bfloat16(self, *, memory_format=preserve_format) -> Tensor:
+        return self.to(D.bfloat16, memory_format=memory_format)
 
     def long(self, *, memory_format=preserve_format) -> Tensor:
         return self.to(D.int64, memory_format=memory_format)

@@ -42,7 +42,7 @@ MAX_MESSAGE = 1000  # error messages quote at most this much of a file's content
 
 _ST_DTYPE = {
     "BOOL": D.bool, "U8": D.uint8, "I8": D.int8, "I16": D.int16, "I32": D.int32, "I64": D.int64,
-    "F16": D.float16, "F32": D.float32, "F64": D.float64,
+    "F16": D.float16, "BF16": D.bfloat16, "F32": D.float32, "F64": D.float64,
 }
 _ST_NAME = {dt.name: code for code, dt in _ST_DTYPE.items()}
 _SCALARS = (type(None), bool, int, float, str)
