@@ -117,7 +117,7 @@ def host_arrays(tensors: dict) -> dict:
     """{name: (shape, dtype, little-endian host array)}: a view's values, not its whole storage."""
     out = {}
     for name, t in tensors.items():
-        host = np.ascontiguousarray(t.detach().cpu().numpy())
+        host = np.ascontiguousarray(t.detach().cpu()._host())  # _host: bfloat16 too (numpy() refuses it)
         out[name] = (list(t.shape), t.dtype, host.astype(host.dtype.newbyteorder("<"), copy=False))
     return out
 
