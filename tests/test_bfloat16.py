@@ -186,3 +186,33 @@ def test_autograd_and_training_step(device):
         losses.append(loss.item())
     assert loss.dtype is clgrad.bfloat16 and all(p.grad.dtype is clgrad.bfloat16 for p in model.parameters())
     assert losses[-1] < losses[0]
+
+
+def test_indexing_scatter_and_sort(device):
+    x, tx = _pair((5, 6), device)
+    i, ti = clgrad.tensor([0, 2, 2, 4], device=device), torch.tensor([0, 2, 2, 4])
+    _close(x[i], tx[ti])
+    _close(x[x > 0], tx[tx > 0])
+    _close(x.clone().index_add_(0, i, x[:4]), tx.clone().index_add_(0, ti, tx[:4]), ulps=2, atol=1e-2)
+    _close(x.clone().index_put_((i,), x[:4], accumulate=True), tx.clone().index_put_((ti,), tx[:4], accumulate=True),
+           ulps=2, atol=1e-2)
+    z = clgrad.zeros(5, 2, dtype=clgrad.int64, device=device)
+    _close(x.clone().scatter_add_(1, z, x[:, :2]), tx.clone().scatter_add_(1, torch.zeros(5, 2, dtype=torch.int64),
+                                                                            tx[:, :2]), ulps=2, atol=1e-2)
+    _close(x.sort(1).values, tx.sort(1).values)
+    _close(x.gather(1, z), tx.gather(1, torch.zeros(5, 2, dtype=torch.int64)))
+
+
+def test_random_same_stream_everywhere_and_save(device, tmp_path):
+    clgrad.manual_seed(5)
+    u = clgrad.rand(2000, device=device, dtype=clgrad.bfloat16)
+    clgrad.manual_seed(5)
+    ref = clgrad.rand(2000, dtype=clgrad.bfloat16)
+    assert np.array_equal(_bits(u), _bits(ref))  # Philox: the cpu stream on every device
+    vals = u.float().cpu().numpy()
+    assert u.dtype is clgrad.bfloat16 and vals.min() >= 0 and vals.max() < 1 and abs(vals.mean() - 0.5) < 0.03
+    n = clgrad.randn(2000, device=device, dtype=clgrad.bfloat16).float().cpu().numpy()
+    assert abs(n.mean()) < 0.1 and abs(n.std() - 1) < 0.1
+    clgrad.save({"u": u}, tmp_path / "u.pt")
+    back = clgrad.load(tmp_path / "u.pt")["u"]
+    assert back.dtype is clgrad.bfloat16 and np.array_equal(_bits(back), _bits(u))
