@@ -8,6 +8,8 @@ from .dtypes import (  # noqa: F401
     get_default_dtype, set_default_dtype, promote_types,
 )
 from .dtypes import result_type as _result_type
+from .dtypes import bfloat16  # noqa: F401
+from .typeinfo import finfo, iinfo  # noqa: F401
 from .device import device, get_default_device, set_default_device  # noqa: F401
 from .tensor import Tensor, Size, is_tensor  # noqa: F401
 from .backends.opencl.allocator import OutOfMemoryError  # noqa: F401
@@ -99,7 +101,6 @@ _shape_extra.install(Tensor)
 _random_extra.install(Tensor)
 from . import special  # noqa: E402,F401 - torch.special's namespace
 from . import masked  # noqa: E402,F401 - torch.masked (mask= reductions)
-from .typeinfo import finfo, iinfo  # noqa: E402,F401
 from . import amp  # noqa: E402,F401 - torch.amp: autocast regions and GradScaler
 from .amp.autocast_mode import (  # noqa: E402,F401
     autocast, clear_autocast_cache, get_autocast_dtype, is_autocast_cache_enabled, is_autocast_enabled,

@@ -4,6 +4,7 @@ from __future__ import annotations
 import builtins
 import sys
 
+import ml_dtypes
 import numpy as np
 
 
@@ -33,8 +34,8 @@ class dtype:
 
     @property
     def compute_ctype(self) -> str:
-        """The C type arithmetic happens in: half is stored as half but computed in float."""
-        return "float" if self.ctype == "half" else self.ctype
+        """The C type arithmetic happens in: half and bfloat16 are stored in 16 bits but computed in float."""
+        return "float" if self.ctype in ("half", "bfloat16") else self.ctype
 
     @property
     def scalar_name(self) -> str:
@@ -72,8 +73,13 @@ int64 = dtype("int64", np.int64, "long", "i")
 float16 = dtype("float16", np.float16, "half", "f")
 float32 = dtype("float32", np.float32, "float", "f")
 float64 = dtype("float64", np.float64, "double", "f")
+# bfloat16: numpy's type from ml_dtypes; in OpenCL C a ushort of the float's upper 16 bits (the ctype name
+# "bfloat16" is kernels/prelude.cl.mako's: ``#define bfloat16 ushort``, load/store convert), computed in float
+bfloat16 = dtype("bfloat16", ml_dtypes.bfloat16, "bfloat16", "f")
+#: the 16-bit floats: stored in 16 bits, computed (and accumulated) in float32
+HALF_FLOATS = (float16, bfloat16)
 
-ALL = (bool, uint8, int8, int16, int32, int64, float16, float32, float64)
+ALL = (bool, uint8, int8, int16, int32, int64, float16, float32, float64, bfloat16)
 ALIASES = {
     "float": float32, "double": float64, "half": float16, "long": int64,
     "int": int32, "short": int16, "bool_": bool,
@@ -82,10 +88,12 @@ _BY_NAME = {d.name: d for d in ALL} | ALIASES
 _SCALAR_NAMES = {
     "bool": "Bool", "uint8": "Byte", "int8": "Char", "int16": "Short", "int32": "Int", "int64": "Long",
     "float16": "Half", "float32": "Float", "float64": "Double",
+    "bfloat16": "BFloat16",
 }
 _CPP_NAMES = {
     "bool": "bool", "uint8": "unsigned char", "int8": "signed char", "int16": "short int", "int32": "int",
     "int64": "long int", "float16": "c10::Half", "float32": "float", "float64": "double",
+    "bfloat16": "c10::BFloat16",
 }
 _BY_NP = {d.np: d for d in ALL}
 
@@ -157,7 +165,7 @@ def set_default_dtype(d: dtype) -> None:
     """Set the dtype of float tensors created from Python floats, e.g. ``set_default_dtype(clgrad.float64)``."""
     global _default_float
     d = as_dtype(d)
-    if d not in (float16, float32, float64):
+    if d not in (float16, float32, float64, bfloat16):
         raise TypeError(f"only floating-point types are supported as the default type, got {d}")
     _default_float = d
 
@@ -215,6 +223,9 @@ def promote_types(a: dtype, b: dtype) -> dtype:
         return a
     if b.kind == "f" and a.kind != "f":
         return b
+    if bfloat16 in (a, b):  # bfloat16 and float16 meet in float32; a wider float wins
+        other = b if a is bfloat16 else a
+        return float32 if other is float16 else other
     return _BY_NP[np.promote_types(a.np, b.np)]
 
 

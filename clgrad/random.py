@@ -39,7 +39,7 @@ _MASK64 = 2**64 - 1
 _INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1
 
 # float dtypes hold every integer up to 2**digits exactly
-_DIGITS = {"float16": 11, "float32": 24, "float64": 53}
+_DIGITS = {"float16": 11, "float32": 24, "float64": 53, "bfloat16": 8}
 
 
 def _g(x) -> str:
@@ -455,7 +455,7 @@ def randperm(n, *, generator=None, dtype=None, layout=None, device=None, require
         raise RuntimeError(f"Trying to create tensor with negative dimension {n}: [{n}]")
     if dt is D.bool:
         raise _not_implemented("randperm", dt)
-    if dt.kind == "f" and n > _PERM_FLOAT_MAX[dt.name][0]:
+    if dt.name in _PERM_FLOAT_MAX and n > _PERM_FLOAT_MAX[dt.name][0]:  # PyTorch checks no bfloat16 limit
         raise RuntimeError(f"n cannot be greater than {_PERM_FLOAT_MAX[dt.name][1]} for {dt.scalar_name} type.")
     if dt.kind in "iu" and n - 1 > np.iinfo(dt.np).max:
         raise RuntimeError(f"value cannot be converted to type {dt.c_int_name} without overflow")

@@ -15,14 +15,16 @@ from .ops.nnops import softmax as _softmax
 from .ops.special import mvlgamma as _mvlgamma
 from .ops.special import polygamma
 from .ops.stats import logsumexp
+from .registry import special_cephes as _SC
 from .registry.special_fns import POLYNOMIALS as _BASE
 
 _POLYNOMIALS = [*_BASE, *(f"shifted_{n}" for n in _BASE[:4])]
 
+_CEPHES = [name for name, *_ in _SC.RECORDS]  # airy_ai, bessel_y0/y1, modified_bessel_k0/k1 and the scaled ones
 __all__ = ["expm1", "exp2", "log1p", "logit", "xlogy", "xlog1py", "erf", "erfc", "erfcx", "erfinv", "ndtr", "ndtri",
            "log_ndtr", "i0", "i0e", "i1", "i1e", "gammaln", "digamma", "psi", "polygamma", "multigammaln", "zeta",
            "entr", "sinc", "round", "softmax", "log_softmax", "logsumexp", "gammainc", "gammaincc", "expit",
-           "bessel_j0", "bessel_j1", "spherical_bessel_j0",
+           "bessel_j0", "bessel_j1", "spherical_bessel_j0", *_CEPHES,
            "modified_bessel_i0", "modified_bessel_i1", *_POLYNOMIALS]
 
 expm1, exp2, log1p, erf, erfc = (_M.FUNCS[n] for n in ("expm1", "exp2", "log1p", "erf", "erfc"))
@@ -95,3 +97,12 @@ def _polynomial(name: str):
 
 
 globals().update({name: _polynomial(name) for name in _POLYNOMIALS})
+
+
+def _cephes(name: str):
+    fn = _unary(f"special_{name}", f"torch.special.{name}(input): PyTorch's Cephes algorithm (no gradient, as PyTorch).")
+    fn.__name__ = name
+    return fn
+
+
+globals().update({name: _cephes(name) for name in _CEPHES})

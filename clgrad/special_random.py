@@ -24,7 +24,7 @@ def _gamma_raw(alpha, generator):
         raise TypeError(f"_standard_gamma(): argument 'self' (position 1) must be Tensor, not {type(alpha).__name__}")
     if alpha.dtype.kind != "f":
         raise _not_implemented("standard_gamma_cpu", alpha.dtype)
-    dt = alpha.dtype if alpha.dtype is not D.float16 else D.float32
+    dt = alpha.dtype if alpha.dtype not in D.HALF_FLOATS else D.float32
     src = alpha.detach().to(dtype=dt).contiguous()
     out = Tensor._empty(alpha.shape, dt, alpha.device)
     seed, offset = _generator(generator)._take(out.numel())

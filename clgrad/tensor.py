@@ -349,6 +349,8 @@ class Tensor:
             )
         if self.dtype.kind == "c":
             return self._pairs().numpy().view(self.dtype.np)[..., 0]
+        if self.dtype is D.bfloat16:  # numpy has no bfloat16 of its own (clgrad's cpu storage is ml_dtypes')
+            raise TypeError("Got unsupported ScalarType BFloat16")
         return view_of(self)
 
     def __array__(self, dtype=None, copy=None):
@@ -357,10 +359,12 @@ class Tensor:
         return arr if dtype is None else arr.astype(dtype, copy=False)
 
     def _host(self) -> np.ndarray:
-        """The values as a numpy array (a view on cpu, a copy from a device)."""
+        """The values as a numpy array (a view on cpu, a copy from a device; bfloat16 as ml_dtypes' type)."""
         if self.dtype.kind == "c" and self.device.type != "cpu":
             return self._pairs()._host().view(self.dtype.np)[..., 0]
-        return self.numpy() if self.device.type == "cpu" else backends.get(self.device).read(self)
+        if self.dtype.kind == "c":
+            return self.numpy()
+        return view_of(self) if self.device.type == "cpu" else backends.get(self.device).read(self)
 
     # ---- complex tensors: (re, im) pairs in a storage of the real dtype (ops/complex.py) ----------------------
     def _pairs(self) -> Tensor:
@@ -374,10 +378,11 @@ class Tensor:
     def item(self):
         if self.numel() != 1:
             raise RuntimeError(f"a Tensor with {self.numel()} elements cannot be converted to Scalar")
-        return self._host().reshape(-1)[0].item()
+        return self._host().reshape(-1)[0].astype(self.dtype.np if self.dtype is not D.bfloat16 else np.float32).item()
 
     def tolist(self):
-        return self._host().tolist()
+        host = self._host()
+        return (host.astype(np.float32) if self.dtype is D.bfloat16 else host).tolist()
 
     def _scalar(self):
         if self.numel() != 1:
@@ -433,6 +438,9 @@ class Tensor:
 
     def half(self, *, memory_format=preserve_format) -> Tensor:
         return self.to(D.float16, memory_format=memory_format)
+
+    def bfloat16(self, *, memory_format=preserve_format) -> Tensor:
+        return self.to(D.bfloat16, memory_format=memory_format)
 
     def long(self, *, memory_format=preserve_format) -> Tensor:
         return self.to(D.int64, memory_format=memory_format)

@@ -1,6 +1,8 @@
-"""``clgrad.finfo`` and ``clgrad.iinfo``: the numerical limits of a dtype, with torch's attribute names."""
+"""``clgrad.finfo`` and ``clgrad.iinfo``: the numerical limits of a dtype, with torch's attribute names (bfloat16's
+from ml_dtypes)."""
 from __future__ import annotations
 
+import ml_dtypes
 import numpy as np
 
 from . import dtypes as D
@@ -15,10 +17,10 @@ class finfo:  # noqa: N801 - torch.finfo
         d = D.get_default_dtype() if type is None else D.as_dtype(type)
         if not d.is_floating_point:
             raise TypeError("torch.finfo() requires a floating point input type. Use torch.iinfo to handle 'torch.finfo'")
-        info = np.finfo(d.np)
+        info = ml_dtypes.finfo(d.np)  # numpy's finfo for numpy's floats, and bfloat16's
         self.bits = info.bits
         self.eps, self.max, self.min = float(info.eps), float(info.max), float(info.min)
-        self.tiny = self.smallest_normal = float(info.tiny)
+        self.tiny = self.smallest_normal = float(info.smallest_normal)
         self.resolution = 10.0 ** -int(info.precision)
         self.dtype = d.name
 

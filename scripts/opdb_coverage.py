@@ -200,9 +200,11 @@ def flat_outputs(x):
     if isinstance(x, torch.Tensor):
         if x._is_zerotensor():  # the gradient of sgn and friends
             return [np.zeros(tuple(x.shape), str(x.dtype).split(".")[-1])]
+        if x.dtype == torch.bfloat16:  # numpy() refuses bfloat16: the bits, as clgrad's (ml_dtypes) type
+            return [x.detach().cpu().view(torch.int16).numpy().view(clgrad.bfloat16.np)]
         return [x.detach().resolve_conj().cpu().numpy()]
     if isinstance(x, clgrad.Tensor):
-        return [x.detach().cpu().numpy()]
+        return [x.detach().cpu()._host() if x.dtype is clgrad.bfloat16 else x.detach().cpu().numpy()]
     if isinstance(x, (list, tuple)):
         return [v for item in x for v in flat_outputs(item)]
     return [x]

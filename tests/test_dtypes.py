@@ -112,8 +112,8 @@ def test_promote_types_rejects_non_dtypes():
 
 
 def test_dtype_properties():
-    assert [d.kind for d in D.ALL] == ["b", "u", "i", "i", "i", "i", "f", "f", "f"]
-    assert [d.itemsize for d in D.ALL] == [1, 1, 1, 2, 4, 8, 2, 4, 8]
+    assert [d.kind for d in D.ALL] == ["b", "u", "i", "i", "i", "i", "f", "f", "f", "f"]
+    assert [d.itemsize for d in D.ALL] == [1, 1, 1, 2, 4, 8, 2, 4, 8, 2]
     assert clgrad.float16.compute_ctype == "float" and clgrad.float16.ctype == "half"
     assert clgrad.int64.scalar_name == "Long" and clgrad.uint8.scalar_name == "Byte"
     assert clgrad.float32.is_floating_point and not clgrad.int8.is_floating_point

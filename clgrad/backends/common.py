@@ -18,7 +18,7 @@ from ..registry.reductions import REDUCTIONS
 
 INT32_MAX = 2**31 - 1  # the largest index 32-bit kernel index math reaches
 # what a Python scalar operand can be; anything else a backend is handed is a tensor descriptor
-SCALAR_TYPES = (int, float, bool, np.number, np.bool_)
+SCALAR_TYPES = (int, float, bool, np.number, np.bool_, D.bfloat16.np.type)  # ml_dtypes' is no np.number
 # what a reduction over zero elements gives (max/min have none: the ops layer raises first)
 def is_scalar(x) -> bool:
     """Whether an operand is a Python (or numpy) scalar rather than a tensor descriptor."""
@@ -88,8 +88,9 @@ def is_contiguous(t) -> bool:
 
 
 def copy_compute(src_dt: D.dtype, out_dt: D.dtype) -> D.dtype:
-    """The compute dtype of a copy (the ``identity`` op): the source's, except float16 widens unless stored as half."""
-    return src_dt if src_dt is not D.float16 or out_dt is D.float16 else D.float32
+    """The compute dtype of a copy (the ``identity`` op): the source's, except a 16-bit float widens unless stored as
+    itself."""
+    return src_dt if src_dt not in D.HALF_FLOATS or out_dt is src_dt else D.float32
 
 
 # ---- numpy rules both backends follow (the cpu backend computes with them; the kernels match them) ----------
@@ -121,8 +122,8 @@ def view_of(t) -> np.ndarray:
 
 
 def compute_np(d: D.dtype) -> np.dtype:
-    """numpy dtype that arithmetic runs in: float16 computes in float32, as on OpenCL."""
-    return np.dtype(np.float32) if d is D.float16 else d.np
+    """numpy dtype that arithmetic runs in: float16 and bfloat16 compute in float32, as on OpenCL."""
+    return np.dtype(np.float32) if d in D.HALF_FLOATS else d.np
 
 
 def cast(values: np.ndarray, to: D.dtype) -> np.ndarray:
@@ -132,12 +133,25 @@ def cast(values: np.ndarray, to: D.dtype) -> np.ndarray:
         return values != 0
     if to is D.float16 and values.dtype == np.float64:
         values = values.astype(np.float32)  # double -> float -> half, as c10::Half (and the kernels) convert
+    if to is D.bfloat16:
+        return to_bfloat16(values)
     if values.dtype.kind == "f" and to.kind in "iu" and to is not D.int64:
         # C leaves float -> small int of out-of-range values undefined; go through int64 everywhere
         with np.errstate(invalid="ignore"):
             return values.astype(np.int64).astype(to.np)
     with np.errstate(invalid="ignore", over="ignore"):
         return values.astype(to.np)
+
+
+def to_bfloat16(values: np.ndarray) -> np.ndarray:
+    """c10::BFloat16's conversion (and the kernels' store): through float32 (a double or an int64 is rounded twice,
+    as PyTorch converts), then to nearest even; NaN becomes 0x7fc0."""
+    with np.errstate(invalid="ignore", over="ignore"):
+        f = np.asarray(values, dtype=np.float32) if values.dtype != D.bfloat16.np else values
+        out = f.astype(D.bfloat16.np)
+    if f.dtype.kind == "f":
+        out.view(np.uint16)[np.isnan(f)] = 0x7FC0
+    return out
 
 
 def acc_dtype(op: str, src: D.dtype, out: D.dtype) -> D.dtype:
@@ -147,10 +161,10 @@ def acc_dtype(op: str, src: D.dtype, out: D.dtype) -> D.dtype:
     rule = REDUCTIONS[op].acc
     if rule == "wide":
         if out.kind == "f":
-            return D.float32 if out is D.float16 else out
+            return D.float32 if out in D.HALF_FLOATS else out
         return D.int64
     if rule == "exact":
-        return D.float32 if src is D.float16 else src
+        return D.float32 if src in D.HALF_FLOATS else src
     return D.bool
 
 

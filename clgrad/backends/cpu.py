@@ -74,8 +74,8 @@ class CPUBackend:
                     arr = np.array(x).astype(cnp)
             else:
                 arr = view_of(x)
-                if compute is D.float16 and x.dtype is not D.float16:
-                    arr = cast(arr, D.float16)  # operands convert to the common dtype first, as in PyTorch
+                if compute in D.HALF_FLOATS and x.dtype is not compute:
+                    arr = cast(arr, compute)  # operands convert to the common dtype first, as in PyTorch
                 arr = arr.astype(cnp, copy=False)
             arrays.append(arr)
         if entry.int_div_check and compute.kind in "iu" and not np.all(arrays[1]):

@@ -11,7 +11,7 @@ from .common import cast, view_of
 
 
 def _acc_np(dt: D.dtype) -> np.dtype:
-    return np.dtype(np.float32) if dt is D.float16 else dt.np
+    return np.dtype(np.float32) if dt in D.HALF_FLOATS else dt.np
 
 
 def _nll_into(loss, wt, logp: np.ndarray, target, weight, ignore_index: int) -> bool:

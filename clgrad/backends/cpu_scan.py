@@ -47,7 +47,7 @@ class CPUScan:
         if a.ndim == 0:
             a = a.reshape(1)
         acc = acc_dtype(op, src.dtype, out.dtype).np
-        if op == "sum" and acc == np.float32 and src.dtype is not D.float16:
+        if op == "sum" and acc == np.float32 and src.dtype not in D.HALF_FLOATS:
             acc = np.dtype(np.float64)  # a better reference than the kernels' float32, like cpu sums
         if reverse:
             a = np.flip(a, dim)

@@ -32,7 +32,7 @@ class CPUSparse:
         M, N = out.shape
         if M * N == 0:
             return
-        acc = np.float32 if out.dtype is D.float16 else out.dtype.np
+        acc = np.float32 if out.dtype in D.HALF_FLOATS else out.dtype.np
         rows, ks = csr_entries(view_of(rowptr).astype(np.int64), cols.shape[0])
         c = view_of(cols).astype(np.int64)[ks]
         keep = (c >= 0) & (c < dense.shape[0])

@@ -62,9 +62,10 @@ STORAGE_CTYPE = {
     "float16": "half",
     "float32": "float",
     "float64": "double",
+    "bfloat16": "bfloat16",  # kernels/prelude.cl.mako's ushort storage, stored by its load/store helpers
 }
 
-_FLOATS = ("float16", "float32", "float64")
+_FLOATS = ("float16", "float32", "float64", "bfloat16")
 _INTS = ("uint8", "int8", "int16", "int32", "int64")
 
 #: Output dtypes each distribution supports.
@@ -183,6 +184,8 @@ def sample(
             return low + u * (high - low)
         if dtype_name == "float32":
             u = _uniform_f32(w0)
+        elif dtype_name == "bfloat16":  # 8 bits, so that u itself is a bfloat16 value
+            u = (w0 >> np.uint32(24)).astype(_F32) * _F32(2.0**-8)
         else:  # float16: only 11 bits, so that u itself is a float16 value
             u = (w0 >> np.uint32(21)).astype(_F32) * _F32(2.0**-11)
         low, high = _F32(p0), _F32(p1)

@@ -55,7 +55,7 @@ def _check_tensor(t, name: str) -> None:
 
 def _wire(dt: D.dtype, reducing: bool) -> np.dtype:
     """The host dtype MPI works on: float16 is summed in float32, bool reduced as bytes."""
-    if reducing and dt is D.float16:
+    if reducing and dt in D.HALF_FLOATS:
         return np.dtype(np.float32)
     if reducing and dt is D.bool:
         return np.dtype(np.uint8)

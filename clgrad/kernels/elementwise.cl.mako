@@ -19,9 +19,9 @@
       raw = cl.module.load(ctype, f"in{k}", idx)
       if load_t == "bool":
           return f"({raw} != 0)"
-      if half_compute and ctype != "half":
-          # PyTorch converts every operand to the common dtype first: round through half
-          return f"round_half((float){raw})"
+      if half_compute and ctype != half_compute:
+          # PyTorch converts every operand to the common dtype first: round through half (bfloat16)
+          return f"round_{'half' if half_compute == 'half' else 'bf16'}((float){raw})"
       return f"({load_t}){raw}"
   oidx = "out_off + gid" if out_contig else "io"
 %>\
@@ -80,8 +80,10 @@ inline float pow_f(float x, float y) {
 % else:
 #define pow_f(x, y) pow(x, y)
 % endif
-% if half_compute:
+% if half_compute == "half":
 ${cl.half_bits()}\
+% elif half_compute:
+${cl.bf16_bits()}\
 % endif
 % if integral:
 <% signed = compute in ("char", "short", "int", "long") %>\
@@ -261,9 +263,9 @@ __kernel void ${name}(
         atomic_or(err, 1);
     }
 % endif
-% if out_cast == "half":
-    // double -> float -> half, as c10::Half converts
-    ${cl.module.store("half", "out", oidx, expr)};
+% if out_cast in ("half", "bfloat16"):
+    // double -> float -> half (bfloat16), as c10::Half (c10::BFloat16) converts
+    ${cl.module.store(out_cast, "out", oidx, expr)};
 % elif out_cast == "bool":
     out[${oidx}] = (uchar)((${expr}) != 0);
 % elif out_cast == "float_to_small_int":

@@ -23,18 +23,19 @@
 <%namespace name="cl" file="prelude.cl.mako"/>\
 <%
   RAW = {1: "uchar", 2: "ushort", 4: "uint", 8: "ulong"}
-  SIZE = {"uchar": 1, "char": 1, "ushort": 2, "short": 2, "half": 2, "uint": 4, "int": 4, "float": 4,
+  SIZE = {"uchar": 1, "char": 1, "ushort": 2, "short": 2, "half": 2, "bfloat16": 2, "uint": 4, "int": 4, "float": 4,
           "ulong": 8, "long": 8, "double": 8}
 %>\
 ${cl.header(fp64, idx_t, int64_atomics=kind in ("gather", "put") and atomic in ("int64", "cas64"))}\
 % if kind in ("gather", "put"):
 <%
-  half = elem == "half"
+  half = elem in ("half", "bfloat16")  # 16-bit floats: bits in memory, float arithmetic
   compute = "float" if half else elem
   arith = mode in ("add", "mul")
   # where memory is touched as raw bits (half has no arithmetic type without cl_khr_fp16)
   mem_t = "ushort" if half else elem
-  FROM, TO = ("half_from_bits", "half_to_bits") if half else ("from_bits", "to_bits")
+  FROM, TO = ("half_from_bits", "half_to_bits") if elem == "half" else (
+      ("bf16_from_bits", "bf16_to_bits") if half else ("from_bits", "to_bits"))
   if is_bool:
       OP = {"add": "a | b", "mul": "a & b"}
   elif compute in ("float", "double"):
@@ -45,8 +46,10 @@ ${cl.header(fp64, idx_t, int64_atomics=kind in ("gather", "put") and atomic in (
 #define T ${compute}
 % if arith:
 inline T combine(T a, T b) { return ${OP[mode]}; }
-%   if half:
+%   if elem == "half":
 ${cl.half_bits()}\
+%   elif half:
+${cl.bf16_bits()}\
 %   elif atomic == "word":
 inline T from_bits(${RAW[SIZE[elem]]} b) { return as_${elem}(b); }
 inline ${RAW[SIZE[elem]]} to_bits(T x) { return as_${RAW[SIZE[elem]]}(x); }

@@ -25,6 +25,7 @@
   lx, ly = tn // (wn * vw), tm // wm
   nt = lx * ly
   half = ctype == "half"
+  short = ctype in ("half", "bfloat16")  # 16-bit floats: stored element by element through the prelude's store
   # With vw == 1 (GPUs) a padding column keeps strided local accesses off a single memory bank.
   pad = 1 if vw == 1 else 0
 
@@ -37,6 +38,8 @@
           return cl.module.load(ctype, ptr, idx, to=acc)
       if half:
           return f"vload_half{w}(0, {ptr} + {idx})"
+      if ctype == "bfloat16":
+          return f"as_float{w}(convert_uint{w}(vload{w}(0, {ptr} + {idx})) << 16)"
       raw = f"vload{w}(0, {ptr} + {idx})"
       return raw if ctype == acc else f"convert_{acc}{w}({raw})"
 %>\
@@ -175,12 +178,14 @@ ${copy_any("b", ("n", "k"), True)}\
                 const IDX n = n0 + (tx + ${lx * j}) * ${vw};
                 const IDX o = o_base + m * N + n;
 %     if vw > 1:
-                if (n + ${vw} <= N) {
+                if (n + ${vw} <= N${" && 0" if ctype == "bfloat16" else ""}) {  /* bfloat16: the loop below */
 %       if bias:
                     if (bias) acc${i}_${j} += vload${vw}(0, bias + bias_off + n);  /* linear's bias (float/double) */
 %       endif
 %       if half:
                     vstore_half${vw}_rte(acc${i}_${j}, 0, out + o);
+%       elif ctype == "bfloat16":
+                    /* never taken: bfloat16 has no vector store */
 %       elif ctype == acc:
                     vstore${vw}(acc${i}_${j}, 0, out + o);
 %       else:
@@ -196,7 +201,7 @@ ${copy_any("b", ("n", "k"), True)}\
                         ${cl.module.store(ctype, "out", "o + v", "part[v]")};
                     }
                 }
-%     elif half:
+%     elif short:
                 if (n < N) ${cl.module.store(ctype, "out", "o", f"acc{i}_{j}")};
 %     elif bias:
                 if (n < N) out[o] = (${ctype})(bias ? acc${i}_${j} + bias[bias_off + n] : acc${i}_${j});

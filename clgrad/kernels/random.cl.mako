@@ -4,7 +4,7 @@
 ## implementation clgrad.backends.philox.sample() defines the stream; every
 ## arithmetic step below mirrors it in the same precision and order.
 <%
-    is_half = out_ctype == "half"
+    is_half = out_ctype in ("half", "bfloat16")  # 16-bit floats: storage only
     # Precision of the intermediate value: double only for float64 outputs.
     ftype = "double" if out_dtype == "float64" else "float"
     suffix = "" if ftype == "double" else "f"
@@ -98,6 +98,9 @@ __kernel void ${name}(__global ${out_ctype} *out, long out_offset, long n, uint 
   % if out_dtype == "float64":
     /* 53 random bits: 27 from w.x, 26 from w.y -> [0, 1) */
     const double u = ((double)(w.x >> 5) * 67108864.0 + (double)(w.y >> 6)) * 0x1.0p-53;
+  % elif out_dtype == "bfloat16":
+    /* 8 random bits, so u itself is exactly a bfloat16 value in [0, 1) */
+    const float u = (float)(w.x >> 24) * 0x1.0p-8f;
   % elif out_dtype == "float16":
     /* 11 random bits, so u itself is exactly a half value in [0, 1) */
     const float u = (float)(w.x >> 21) * 0x1.0p-11f;

@@ -36,7 +36,9 @@
   VACC = "int" if mask else acc
   def vload(addr):
       raw = f"vload_half{vec}(0, in + {addr})" if in_ctype == "half" else f"vload{vec}(0, in + {addr})"
-      zero = "(float)0" if in_ctype == "half" else f"({in_ctype})0"
+      if in_ctype == "bfloat16":  # ushort lanes: the upper halves of floats
+          raw = f"as_float{vec}(convert_uint{vec}({raw}) << 16)"
+      zero = "(float)0" if in_ctype in ("half", "bfloat16") else f"({in_ctype})0"
       return f"convert_int{vec}({raw} != {zero})" if mask else f"convert_{acc}{vec}({raw})"
   def lane(v, k):
       x = f"{v}.s{'0123456789abcdef'[k]}"
@@ -76,8 +78,8 @@
 % endif
 </%def>\
 <%def name="store(o, value)">\
-% if out_cast == "half":
-        ${cl.module.store("half", "out", f"out_off + {o}", value)};
+% if out_cast in ("half", "bfloat16"):
+        ${cl.module.store(out_cast, "out", f"out_off + {o}", value)};
 % elif out_cast == "bool":
         out[out_off + ${o}] = (uchar)((${value}) != 0);
 % else:

@@ -2,6 +2,7 @@
 ## program only when one of its expressions calls them (``spf_*``). The records in registry/elementwise.py call
 ## them; registry/special_fns.py mirrors each in numpy (same branches, same iteration counts) for the cpu backend.
 ## Loops are bounded (Mesa's llvmpipe stops long loops: backends/opencl/looplimit.py).
+<%! from clgrad.kernels import cephes as C %>\
 // Giles' single precision erfinv (w = -log((1 - y)(1 + y))): the first guess for Newton's steps
 inline T spf_giles(T w) {
     T p;
@@ -167,8 +168,8 @@ inline T spf_bessel_j(T x, int nu) {
 // trigonometric form for n > 6 inside (-1, 1), else the three-term recurrence; 4 Hermite H, 5 Hermite He,
 // 6 Laguerre L, 7 Legendre P. The recurrences take n steps: a degree of millions takes millions of steps.
 inline T spf_poly(T x, T nf, int kind) {
-    if (isnan(nf) || nf < (T)0) return (T)0;
-    long n = (long)nf;
+    if (isnan(nf) || nf <= (T)-1) return (T)0;
+    long n = (long)nf;  // PyTorch casts n to int64 first: a degree in (-1, 0) is 0
     T p = (T)1, q, r = (T)1;
     if (kind <= 3) {
         T sign = (n & 1) ? (T)-1 : (T)1;
@@ -207,4 +208,104 @@ inline T spf_zeta_head(T s, T x) {
     T acc = (T)0, m = spf_zeta_steps(x);
     for (T j = (T)0; j < m; j += (T)1) acc += pow(x + j, -s);
     return acc;
+}
+// Cephes' polynomial (highest power first) and Chebyshev series (chbevl) of n coefficients at z
+inline T spf_polevl(T z, const T *c, int n) {
+    T p = (T)0;
+    for (int i = 0; i < n; ++i) p = p * z + c[i];
+    return p;
+}
+inline T spf_chbevl(T z, const T *c, int n) {
+    T a = c[0], p = (T)0, q = (T)0;
+    for (int i = 1; i < n; ++i) { p = q; q = a; a = z * q - p + c[i]; }
+    return K(0.5) * (a - p);
+}
+// Airy Ai(x), PyTorch's airy_ai_forward branch for branch: the asymptotic forms below -2.09 and from 2.09, the
+// Maclaurin series of f and g in between (terms down to T's epsilon; at most 60)
+inline T spf_airy_ai(T x) {
+    ${C.c_array("AN", C.AIRY_AN)}
+    ${C.c_array("AD", C.AIRY_AD)}
+    ${C.c_array("AFN", C.AIRY_AFN)}
+    ${C.c_array("AFD", C.AIRY_AFD)}
+    ${C.c_array("AGN", C.AIRY_AGN)}
+    ${C.c_array("AGD", C.AIRY_AGD)}
+    if (isinf(x)) return (T)NAN;
+    if (x > K(103.892)) return (T)0;
+    if (x < K(-2.09)) {
+        T z = (T)1 / ((T)-2 * x * sqrt(-x) / (T)3), zz = z * z;
+        T t = (T)-2 * x * sqrt(-x) / (T)3 + K(0.25) * K(3.14159265358979323846);
+        return K(5.64189583547756286948e-01) / sqrt(sqrt(-x)) * (sin(t) * ((T)1 + zz * spf_polevl(zz, AFN, 9)
+               / spf_polevl(zz, AFD, 9)) - cos(t) * (z * spf_polevl(zz, AGN, 11) / spf_polevl(zz, AGD, 10)));
+    }
+    if (x >= K(2.09)) {
+        T zeta = (T)2 * x * sqrt(x) / (T)3;
+        return K(5.64189583547756286948e-01) * (spf_polevl((T)1 / zeta, AN, 8) / spf_polevl((T)1 / zeta, AD, 8))
+               / ((T)2 * sqrt(sqrt(x)) * exp(zeta));
+    }
+    T eps = nextafter((T)1, (T)2) - (T)1, f = (T)1, g = x, k = (T)1, m = (T)1, n = x, t = (T)1, z = x * x * x;
+    for (int i = 0; i < 60 && t > eps; ++i) {
+        m *= z; k += (T)1; m /= k; n *= z; k += (T)1; n /= k; m /= k; f += m; k += (T)1; n /= k; g += n;
+        t = fabs(m / f);
+    }
+    return K(0.355028053887817239260) * f - K(0.258819403792806798405) * g;
+}
+// PyTorch's bessel_j0/j1_forward for 0 <= x <= 5 (kernels/cephes.py says why it is not spf_bessel_j)
+inline T spf_cephes_j_small(T x, int nu) {
+    ${C.c_array("RP0", C.J0_RP)}
+    ${C.c_array("RQ0", C.J0_RQ)}
+    ${C.c_array("RP1", C.J1_RP)}
+    ${C.c_array("RQ1", C.J1_RQ)}
+    T xx = x * x;
+    if (nu) return spf_polevl(xx, RP1, 4) / spf_polevl(xx, RQ1, 8) * x * (xx - K(1.46819706421238932572e+01))
+                   * (xx - K(4.92184563216946036703e+01));
+    if (x < K(0.00001)) return (T)1 - xx / (T)4;
+    return (xx - K(5.78318596294678452118e+00)) * (xx - K(3.04712623436620863991e+01)) * spf_polevl(xx, RP0, 4)
+           / spf_polevl(xx, RQ0, 8);
+}
+// Bessel Y0, Y1 (PyTorch's bessel_y0/y1_forward): a rational function plus (2/pi) log(x) J up to 5, Hankel's
+// asymptotic P and Q beyond; -inf at 0, NaN below
+inline T spf_bessel_y(T x, int nu) {
+    ${C.c_array("PP0", C.J0_PP)}
+    ${C.c_array("PQ0", C.J0_PQ)}
+    ${C.c_array("QP0", C.J0_QP)}
+    ${C.c_array("QQ0", C.J0_QQ)}
+    ${C.c_array("PP1", C.J1_PP)}
+    ${C.c_array("PQ1", C.J1_PQ)}
+    ${C.c_array("QP1", C.J1_QP)}
+    ${C.c_array("QQ1", C.J1_QQ)}
+    ${C.c_array("YP0", C.Y0_YP)}
+    ${C.c_array("YQ0", C.Y0_YQ)}
+    ${C.c_array("YP1", C.Y1_YP)}
+    ${C.c_array("YQ1", C.Y1_YQ)}
+    if (x <= (T)5) {
+        if (x == (T)0) return -(T)INFINITY;
+        if (x < (T)0) return (T)NAN;
+        T xx = x * x;
+        if (nu == 0)
+            return spf_polevl(xx, YP0, 8) / spf_polevl(xx, YQ0, 7)
+                   + K(0.636619772367581343075535053490057448) * log(x) * spf_cephes_j_small(x, 0);
+        return x * (spf_polevl(xx, YP1, 6) / spf_polevl(xx, YQ1, 8))
+               + K(0.636619772367581343075535053490057448) * (spf_cephes_j_small(x, 1) * log(x) - (T)1 / x);
+    }
+    T w = (T)25 / (x * x), s = x - (nu ? K(2.356194490192344928846982537459627163) : K(0.785398163397448309615660845819875721));
+    T p = nu ? spf_polevl(w, PP1, 7) / spf_polevl(w, PQ1, 7) : spf_polevl(w, PP0, 7) / spf_polevl(w, PQ0, 7);
+    T q = nu ? spf_polevl(w, QP1, 8) / spf_polevl(w, QQ1, 7) : spf_polevl(w, QP0, 8) / spf_polevl(w, QQ0, 7);
+    return (p * sin(s) + (T)5 / x * q * cos(s)) * K(0.797884560802865355879892119868763737) / sqrt(x);
+}
+// modified Bessel K0, K1 (PyTorch's modified_bessel_k0/k1_forward), times exp(x) when ``scaled``: Cephes' Chebyshev
+// series in x^2 - 2 (with -log(x/2) I_nu) up to 2, in 8/x - 2 beyond; inf at 0, NaN below
+inline T spf_bessel_k(T x, int nu, int scaled) {
+    ${C.c_array("A0", C.K0_A)}
+    ${C.c_array("B0", C.K0_B)}
+    ${C.c_array("A1", C.K1_A)}
+    ${C.c_array("B1", C.K1_B)}
+    if (x == (T)0) return (T)INFINITY;
+    if (x < (T)0) return (T)NAN;
+    if (x <= (T)2) {
+        T z = x * x - (T)2, r = nu ? log(K(0.5) * x) * spf_bessel_i(x, 1) + spf_chbevl(z, A1, 11) / x
+                                   : spf_chbevl(z, A0, 10) - log(K(0.5) * x) * spf_bessel_i(x, 0);
+        return scaled ? r * exp(x) : r;
+    }
+    T r = (nu ? spf_chbevl((T)8 / x - (T)2, B1, 25) : spf_chbevl((T)8 / x - (T)2, B0, 25)) / sqrt(x);
+    return scaled ? r : exp(-x) * r;
 }

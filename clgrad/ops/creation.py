@@ -367,7 +367,7 @@ def _arange_values(start, end, step, dt: D.dtype) -> np.ndarray:
         n = math.ceil((float(end) - float(start)) / float(step))
     if dt.kind in "iu":
         return xstart + np.arange(n, dtype=np.int64) * xstep
-    acc = np.float32 if dt is D.float16 else np.float64
+    acc = np.float32 if dt in D.HALF_FLOATS else np.float64
     return acc(xstart) + np.arange(n, dtype=acc) * acc(xstep)
 
 

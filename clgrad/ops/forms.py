@@ -172,7 +172,7 @@ def broadcast_shapes(*shapes) -> Size:
 def _round_decimals(x, decimals: int):
     """PyTorch's rule: round half to even of ``x * 10**d``, divided back (``x / 10**-d`` times it for d < 0),
     in float32 for float16 inputs (PyTorch's opmath type)."""
-    y = x.float() if x.dtype is D.float16 else x
+    y = x.float() if x.dtype in D.HALF_FLOATS else x
     scale = 10.0 ** abs(decimals)
     if decimals > 0:
         y = (y * scale).round() / scale

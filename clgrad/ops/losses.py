@@ -149,7 +149,7 @@ class CrossEntropy(Function):
     def forward(ctx, x, target, weight, reduction, ignore_index):
         target = target.to(x.device)
         loss, wt = N._empty(target.shape, x.dtype, x.device), N._empty(target.shape, x.dtype, x.device)
-        lse = N._empty(target.shape, D.float32 if x.dtype is D.float16 else x.dtype, x.device)
+        lse = N._empty(target.shape, D.float32 if x.dtype in D.HALF_FLOATS else x.dtype, x.device)
         on_error = lambda: _raise_target_bounds(target, x.shape[1], ignore_index)  # noqa: E731
         if not N._backend(x).xent(loss, wt, lse, x, target, weight, int(ignore_index), on_error):
             on_error()

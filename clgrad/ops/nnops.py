@@ -208,7 +208,7 @@ def _counts(idx, num: int, padding_idx, dt):
 
 def _embedding_grad(grad, idx, num: int, padding_idx, freq: bool):
     """The [num, D] weight gradient: each row of ``grad`` [N, D] added into its index's row."""
-    acc_dt = D.float32 if grad.dtype is D.float16 else grad.dtype
+    acc_dt = D.float32 if grad.dtype in D.HALF_FLOATS else grad.dtype
     acc = zeros((num, grad.shape[1]), dtype=acc_dt, device=grad.device)
     _backend(grad).embedding_backward(acc, grad, idx, -1 if padding_idx is None else padding_idx)
     if freq:

@@ -46,7 +46,7 @@ def _moments(x, spec: NormSpec):
     """Mean and biased variance over the spec's dims, one fused read of x (float32 for float16)."""
     xs = spec.view(x)
     kept = tuple(1 if d in spec.dims else n for d, n in enumerate(xs.shape))
-    acc = D.float32 if x.dtype is D.float16 else x.dtype
+    acc = D.float32 if x.dtype in D.HALF_FLOATS else x.dtype
     mean, var = _empty(kept, acc, x.device), _empty(kept, acc, x.device)
     _backend(x).moments(mean, var, xs, spec.dims)
     return mean, var
@@ -74,7 +74,7 @@ def _affine(x, mean, rstd, weight, bias, spec: NormSpec):
 
 
 def _norm_grads(grad, x, weight, mean, rstd, spec: NormSpec, need):
-    acc = D.float32 if x.dtype is D.float16 else x.dtype
+    acc = D.float32 if x.dtype in D.HALF_FLOATS else x.dtype
     xs = spec.view(x)
     if spec.batch_stats and needs_graph(grad, x, weight):
         # this gradient is being differentiated: rebuild the statistics in clgrad ops so they depend on x

@@ -315,7 +315,7 @@ def cast_into(out, src):
         src = src.clone()
     if src.shape != out.shape:
         src = src.expand(out.shape)
-    compute = src.dtype if src.dtype is not D.float16 or out.dtype is D.float16 else D.float32
+    compute = src.dtype if src.dtype not in D.HALF_FLOATS or out.dtype is src.dtype else D.float32
     backends.get(out.device).elementwise("identity", out, [src], compute)
     return out
 

@@ -140,7 +140,7 @@ def _mean(input, dim, keepdim, dtype):
             f"Got: {dt.scalar_name}"
         )
     input = _cast(input, dtype)
-    total = _run("sum", input, dims, keepdim, D.float32 if dt is D.float16 else dt)[0]
+    total = _run("sum", input, dims, keepdim, D.float32 if dt in D.HALF_FLOATS else dt)[0]
     count = math.prod(input.shape[d] for d in dims)
     out = total if dt is total.dtype else _empty_like(total, dt)
     return apply("div", total, count, out=out)  # 0 / 0 makes an empty mean nan, as in torch

@@ -57,7 +57,7 @@ def _count(x, dims) -> int:
 
 def _float_in(x):
     """float16 computes in float32 (sums of squares overflow half quickly); other dtypes as they are."""
-    return x.float() if x.dtype is D.float16 else x
+    return x.float() if x.dtype in D.HALF_FLOATS else x
 
 
 # ---- var / std ----------------------------------------------------------------------------------

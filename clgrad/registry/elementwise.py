@@ -41,6 +41,7 @@ import numpy as np
 
 from . import numpy_ref as R
 from . import special as S
+from . import special_cephes as SC
 from . import special_fns as F
 from .pow import POW_BITS as _POW_BITS
 from .pow import np_pow_bits as _np_pow_bits
@@ -539,6 +540,8 @@ OPS: dict[str, EwOp] = {
     **{f"special_{'shifted_' * sh}{name}": EwOp(2, F.poly_c(kind, sh), F.np_poly(kind, sh), kind="float", grad=NONDIFF,
                                                  public="custom", bundle=False, sample=_POLY[sh])
        for kind, name in enumerate(F.POLYNOMIALS) for sh in ((False, True) if kind < 4 else (False,))},
+    **{f"special_{name}": EwOp(1, c, ref, kind="float", grad=NONDIFF, public="custom", bundle=False,
+                               sample=Sample(domain=dom)) for name, c, ref, dom in SC.RECORDS},
     # rtol, atol are c, d
     "isclose": EwOp(4, "close_to(a, b, c, d)", R.np_isclose(False), predicate=True, allow="f", public="custom"),
     "isclose_nan": EwOp(4, "close_to(a, b, c, d) || (isnan(a) && isnan(b))", R.np_isclose(True), predicate=True,

@@ -458,7 +458,7 @@ def _cheb(x, n, kind, f):
 
 
 def _poly1(x, nf, kind: int, f):
-    if np.isnan(nf) or nf < 0:
+    if np.isnan(nf) or nf <= -1:  # PyTorch casts n to int64 first: a degree in (-1, 0) is 0
         return f(0)
     n = int(nf)
     if kind <= 3:

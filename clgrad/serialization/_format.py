@@ -42,7 +42,7 @@ MAX_MESSAGE = 1000  # error messages quote at most this much of a file's content
 
 _ST_DTYPE = {
     "BOOL": D.bool, "U8": D.uint8, "I8": D.int8, "I16": D.int16, "I32": D.int32, "I64": D.int64,
-    "F16": D.float16, "F32": D.float32, "F64": D.float64,
+    "F16": D.float16, "BF16": D.bfloat16, "F32": D.float32, "F64": D.float64,
 }
 _ST_NAME = {dt.name: code for code, dt in _ST_DTYPE.items()}
 _SCALARS = (type(None), bool, int, float, str)
@@ -117,7 +117,7 @@ def host_arrays(tensors: dict) -> dict:
     """{name: (shape, dtype, little-endian host array)}: a view's values, not its whole storage."""
     out = {}
     for name, t in tensors.items():
-        host = np.ascontiguousarray(t.detach().cpu().numpy())
+        host = np.ascontiguousarray(t.detach().cpu()._host())  # _host: bfloat16 too (numpy() refuses it)
         out[name] = (list(t.shape), t.dtype, host.astype(host.dtype.newbyteorder("<"), copy=False))
     return out
 

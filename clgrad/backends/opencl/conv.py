@@ -70,7 +70,7 @@ class CLConv:
 
     def _conv_acc(self, out):
         """Where a backward kernel writes: ``out`` itself, or a float32 temporary for a float16 ``out``."""
-        if out.dtype is D.float16:
+        if out.dtype in D.HALF_FLOATS:
             return self.be.scratch(out.device, D.float32, out.shape)
         return out
 

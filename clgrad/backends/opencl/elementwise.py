@@ -21,8 +21,8 @@ _SCALAR_NP = {"uchar": np.uint8, "char": np.int8, "short": np.int16, "int": np.i
 def _out_cast(out_dt: D.dtype, compute: D.dtype, entry) -> str:
     """How the kernel stores its result: half and bool need conversions, and float results stored into
     small ints go through int (C leaves float->char undefined out of range; PyTorch wraps)."""
-    if out_dt is D.float16:
-        return "half"
+    if out_dt in D.HALF_FLOATS:
+        return out_dt.ctype  # "half" or "bfloat16": the prelude's store converts
     if out_dt is D.bool:
         return "bool"
     if compute.kind == "f" and not entry.predicate and out_dt.kind in "iu" and out_dt is not D.int64:
@@ -150,7 +150,7 @@ class CLElementwise:
             kernels=((f"{op}_{compute_ctype}", entry.c),))
         params = dict(
             compute=compute_ctype, integral=integral, **kernels, prelude=() if fused is None else fused[1],
-            half_compute=compute is D.float16, args=tuple(arg_desc),
+            half_compute=compute.ctype if compute in D.HALF_FLOATS else False, args=tuple(arg_desc),
             out_ctype=out.dtype.ctype, out_contig=out_contig, grid=grid, inner=inner, guard=gsize[0] != (shape[-1] if grid else n), out_cast=_out_cast(out.dtype, compute, entry), ndim=ndim,
             idx_t="long" if big else "int", fp64=D.float64 in (compute, out.dtype) or any(x.dtype is D.float64 for x in tensors),
         )

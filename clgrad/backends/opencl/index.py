@@ -97,7 +97,7 @@ class CLIndex:
             arg_types += [None, idx_np]
             values += [other._storage.data, other._offset]
         else:
-            ctype = "ushort" if params["elem"] == "half" else params["elem"]
+            ctype = "ushort" if params["elem"] in ("half", "bfloat16") else params["elem"]
             arg_types.append(_SCALAR_NP[ctype])
             values.append(np.asarray(other).view(_RAW_NP[data.dtype.itemsize]).view(_SCALAR_NP[ctype])[()])
         for t, size, step in indices:

@@ -15,7 +15,7 @@ MAX_BATCH = 65535
 
 # Accumulator per storage type: half sums in float; integers sum in the unsigned type of at least their
 # width, whose wrap-around is defined in C (signed overflow is not) and equals the stored result mod 2**bits.
-_ACC = {"half": "float", "float": "float", "double": "double", "long": "ulong"}
+_ACC = {"half": "float", "bfloat16": "float", "float": "float", "double": "double", "long": "ulong"}
 
 
 def tiling(dev, acc: str, skinny: bool = False, kind: str | None = None, short: bool = False) -> Tiling:

@@ -28,7 +28,7 @@ _ROW_OPERANDS = {"xent": ("x",), "xent_backward": ("x", "out"), "nll_backward": 
 
 def acc_of(dt: D.dtype) -> D.dtype:
     """The dtype row statistics accumulate in: float32 for float16, else the dtype itself."""
-    return D.float32 if dt is D.float16 else dt
+    return D.float32 if dt in D.HALF_FLOATS else dt
 
 
 def rows_plan(dev, R: int, K: int, row_contig: bool) -> int:

@@ -220,7 +220,7 @@ def _kernel(job: Job, source: Source, mode: str, out_dt: D.dtype, shape) -> tupl
         layout = dict(layout="loop", axis=shape[0], vec=vec, unroll=shape[1] // vec)
     idx_np = np.int64 if job.big else np.int32
     with_idx = mode != "none"
-    out_cast = "half" if out_dt is D.float16 else "bool" if out_dt is D.bool and op not in ("all", "any") else "plain"
+    out_cast = out_dt.ctype if out_dt in D.HALF_FLOATS else "bool" if out_dt is D.bool and op not in ("all", "any") else "plain"
     # op stands for its C expressions, which programs.render_params takes from registry/reductions.py
     params = dict(
         op=op, in_ctype=source.ctype, acc=acc.ctype, out_ctype=out_dt.ctype, out_cast=out_cast, idx=mode,

@@ -166,7 +166,7 @@ class CLScan:
         dev = self.rt.dev(values)
         self.rt.check_dtype(dev, src.dtype)
         rows, n, oshape, s, o = _layout(src, values, dim)
-        key = D.float32 if src.dtype is D.float16 else src.dtype
+        key = D.float32 if src.dtype in D.HALF_FLOATS else src.dtype
         big = _big(src, values, indices, extra=2 * rows * n)
         job = dict(dev=dev, key=key, pos=D.int64 if n > INT32_MAX else D.int32, in_ctype=src.dtype.ctype,
                    descending=bool(descending), big=big, fp64=src.dtype is D.float64, oshape=oshape, rows=rows, n=n,
@@ -270,8 +270,8 @@ class CLScan:
         dev = self.rt.dev(out)
         big = _big(*tensors, out, extra=2 * out._storage.size)
         idx_np = np.int64 if big else np.int32
-        # a copy moves bits: half travels as ushort, so no value conversion can touch it
-        val = "ushort" if out.dtype is D.float16 else out.dtype.ctype
+        # a copy moves bits: half and bfloat16 travel as ushort, so no value conversion can touch it
+        val = "ushort" if out.dtype in D.HALF_FLOATS else out.dtype.ctype
         params = _sort_params(kind, big, val_ctype=val, fp64=out.dtype is D.float64, **flags)
         arg_dtypes = tuple(None if _is_buffer(v) else idx_np for v in args)
         total = args[-1]

@@ -31,7 +31,7 @@ class CLSparse:
         self.rt.check_dtype(dev, dt)
         sizes = [M * N] + [t._storage.size for t in (out, rowptr, cols, vals, dense)]
         idx_np, idx_t = index_type(max(sizes) > INT32_MAX)
-        params = dict(ctype=dt.ctype, acc="float" if dt is D.float16 else dt.ctype, ptr_ctype=rowptr.dtype.ctype,
+        params = dict(ctype=dt.ctype, acc="float" if dt in D.HALF_FLOATS else dt.ctype, ptr_ctype=rowptr.dtype.ctype,
                       col_ctype=cols.dtype.ctype, idx_t=idx_t, fp64=dt is D.float64)
         args = Args(idx_np)
         for t in (out, rowptr, cols, vals, dense):

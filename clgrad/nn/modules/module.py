@@ -379,6 +379,9 @@ class Module:
     def half(self) -> Module:
         return self._cast(D.float16)
 
+    def bfloat16(self) -> Module:
+        return self._cast(D.bfloat16)
+
     def type(self, dst_type) -> Module:
         return self._apply(lambda t: t.type(dst_type))
 
