@@ -320,7 +320,7 @@ HOSTILE = {
     "overlapping offsets": raw_file({"a": f32([0, 8]), "b": f32([4, 12])}, b"\0" * 12),
     "gap between tensors": raw_file({"a": f32([0, 8]), "b": f32([12, 20])}, b"\0" * 20),
     "trailing bytes": raw_file({"a": f32([0, 8])}, b"\0" * 9),
-    "unknown dtype": raw_file({"a": f32([0, 4], (2,), "BF16")}, b"\0" * 4),
+    "unknown dtype": raw_file({"a": f32([0, 4], (2,), "F8_E5M2")}, b"\0" * 4),
     "bogus dtype": raw_file({"a": f32([0, 8], (2,), "X" * 1000)}, b"\0" * 8),
     "dtype not a string": raw_file({"a": {"dtype": ["F32"], "shape": [2], "data_offsets": [0, 8]}}, b"\0" * 8),
     "size mismatch": raw_file({"a": f32([0, 8], (3,))}, b"\0" * 8),
