@@ -23,3 +23,10 @@ from ..ops.math import FUNCTIONAL_ACTIVATIONS as _ACT  # noqa: E402
 
 globals().update(_ACT)
 
+
+# issue 17's remaining nn.functional ops (attention, grid sampling, embedding bags, CTC, the small norms)
+from ..ops import attention as _attention  # noqa: E402
+
+for _m in (_attention,):
+    globals().update({name: getattr(_m, name) for name in _m.FUNCTIONAL})
+del _m
