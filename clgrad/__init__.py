@@ -111,6 +111,11 @@ def result_type(tensor1, tensor2):
 def synchronize() -> None:
     opencl.synchronize()
 
+# issue 17's nn ops at top level (grid_sampler_2d, native_batch_norm, conv_tbc, _chunk_cat ...)
+from .ops.attention import *  # noqa: F401,F403,E402
+from .ops.grid_sample import *  # noqa: F401,F403,E402
+from .ops.nn_misc import *  # noqa: F401,F403,E402
+
 # torch alias names and cheap composites (arccos, special.expit, signal.windows ...) where clgrad lacks them; last
 import sys as _sys  # noqa: E402
 

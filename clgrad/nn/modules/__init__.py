@@ -38,6 +38,7 @@ from .container import ModuleDict, ModuleList, ParameterDict, ParameterList, Seq
 from .conv import Conv1d, Conv2d, ConvTranspose1d, ConvTranspose2d
 from .distance import CosineSimilarity, PairwiseDistance
 from .dropout import AlphaDropout, Dropout, Dropout1d, Dropout2d, Dropout3d, FeatureAlphaDropout
+from .embedding_bag import EmbeddingBag
 from .flatten import Flatten, Unflatten
 from .fold import Fold, Unfold
 from .instancenorm import InstanceNorm1d, InstanceNorm2d, InstanceNorm3d
@@ -64,8 +65,10 @@ from .loss import (
     TripletMarginLoss,
     TripletMarginWithDistanceLoss,
 )
+from .loss_extra import CTCLoss, LinearCrossEntropyLoss
 from .module import Module
 from .normalization import GroupNorm, LayerNorm
+from .normalization_extra import CrossMapLRN2d, LocalResponseNorm, RMSNorm
 from .padding import (
     CircularPad1d,
     CircularPad2d,
@@ -121,3 +124,4 @@ __all__ = [
     "MultiLabelMarginLoss", "MultiLabelSoftMarginLoss", "MultiMarginLoss", "PoissonNLLLoss", "SoftMarginLoss",
     "TripletMarginLoss", "TripletMarginWithDistanceLoss",
 ]
+__all__ += ["EmbeddingBag", "CTCLoss", "LinearCrossEntropyLoss", "CrossMapLRN2d", "LocalResponseNorm", "RMSNorm"]
