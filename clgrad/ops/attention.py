@@ -20,8 +20,8 @@ FUNCTIONAL = ["scaled_dot_product_attention", "multi_head_attention_forward"]
 
 def _safe_softmax(input, dim, dtype=None):
     """softmax over ``dim`` whose rows that are all -inf give 0 instead of NaN (PyTorch's ``aten._safe_softmax``)."""
-    out = softmax(input, dim, dtype=dtype)
     dead = (input == float("-inf")).all(dim, keepdim=True)
+    out = softmax(input.masked_fill(dead, 0.0), dim, dtype=dtype)  # no NaN in the forward, nor the gradient
     return out.masked_fill(dead, 0.0)
 
 

@@ -14,7 +14,7 @@ import warnings
 
 from .. import dtypes as D
 from . import creation
-from .joins import stack
+from .joins import cat, stack
 from .linalg import matmul
 
 __all__ = ["grid_sampler", "grid_sampler_2d", "grid_sampler_3d", "affine_grid_generator"]
@@ -64,14 +64,15 @@ def _cubic(t, A: float = -0.75):
 
 
 class _Taps:
-    """Accumulates weighted taps of the input (N, C, *spatial) flattened to (N, C, P)."""
+    """Collects the taps (flat spatial index, weight) of an interpolation of input (N, C, *spatial); ``result``
+    gathers them all at once (one gather, so one scatter-add in the backward) and sums the weighted taps."""
 
     def __init__(self, input, out_spatial):
         self.n, self.c = input.shape[0], input.shape[1]
         self.spatial = tuple(input.shape[2:])
         self.flat = input.reshape(self.n, self.c, -1)
         self.out_spatial = out_spatial
-        self.out = None
+        self.indices, self.weights = [], []
 
     def add(self, coords, weight, padding: int, align_corners: bool, integer_padding: bool = False):
         """Add input[coords] * weight; coords are float tensors (x, y[, z]) of integer values."""
@@ -88,11 +89,17 @@ class _Taps:
             for s in self.spatial[len(self.spatial) - axis:]:
                 stride *= s
             index = ci * stride if index is None else index + ci * stride
-        w = weight.where(valid, 0.0)
-        q = index.reshape(self.n, 1, -1).expand(self.n, self.c, index[0].numel())
-        vals = self.flat.gather(2, q).reshape(self.n, self.c, *self.out_spatial)
-        term = vals * w.unsqueeze(1)
-        self.out = term if self.out is None else self.out + term
+        self.indices.append(index.reshape(self.n, 1, -1))
+        self.weights.append(weight.where(valid, 0.0).reshape(self.n, 1, -1))
+
+    def result(self):
+        k = len(self.indices)
+        index = cat(self.indices, 1) if k > 1 else self.indices[0]  # (N, taps, Q)
+        q = index.shape[2]
+        vals = self.flat.gather(2, index.reshape(self.n, 1, k * q).expand(self.n, self.c, k * q))
+        weights = cat(self.weights, 1) if k > 1 else self.weights[0]
+        out = (vals.reshape(self.n, self.c, k, q) * weights.unsqueeze(1)).sum(2)
+        return out.reshape(self.n, self.c, *self.out_spatial)
 
 
 def _check(input, grid, mode: int, nd: int):
@@ -132,12 +139,12 @@ def grid_sampler(input, grid, interpolation_mode: int, padding_mode: int, align_
                               device=input.device) + grid.sum() * 0
     if interpolation_mode == 2:
         _bicubic(taps, raw, padding_mode, align_corners)
-        return taps.out
+        return taps.result()
     src = [_pad_coord(c, s, padding_mode, align_corners) for c, s in zip(raw, sizes)]
     if interpolation_mode == 1:
         ones = sum(c * 0 for c in src) + 1  # the grid's gradient is zero, as PyTorch's (not None)
         taps.add([c.round() for c in src], ones, padding_mode, align_corners)
-        return taps.out
+        return taps.result()
     lows = [c.floor() for c in src]
     fracs = [c - lo for c, lo in zip(src, lows)]
     for corner in itertools.product((0, 1), repeat=nd):
@@ -146,7 +153,7 @@ def grid_sampler(input, grid, interpolation_mode: int, padding_mode: int, align_
             wa = f if bit else 1 - f
             w = wa if w is None else w * wa
         taps.add([lo + bit for bit, lo in zip(corner, lows)], w, padding_mode, align_corners)
-    return taps.out
+    return taps.result()
 
 
 def _bicubic(taps: _Taps, raw, padding: int, align_corners: bool) -> None:
