@@ -177,3 +177,26 @@ def test_chunk_cat(device):
         check(device, lambda *t, d=dim, c=chunks: clgrad._chunk_cat(list(t[::2]), d, c),
               lambda *t, d=dim, c=chunks: torch._chunk_cat(list(t[::2]), d, c), arrays)
     check(device, lambda *t: clgrad._chunk_cat(list(t), 1, 2), lambda *t: torch._chunk_cat(list(t), 1, 2), arrays)
+
+
+AA_CASES = [("bilinear", dict(size=(3, 3))), ("bilinear", dict(scale_factor=(1.7, 0.9))),
+            ("bilinear", dict(size=(7, 5), align_corners=True)), ("bicubic", dict(size=(4, 9))),
+            ("bicubic", dict(size=(12, 5)))]
+
+
+@pytest.mark.parametrize("mode,kw", AA_CASES, ids=[f"{m}-{sorted(k.items())}" for m, k in AA_CASES])
+def test_interpolate_antialias(device, mode, kw):
+    torch = _torch()
+    check(device, lambda x: F.interpolate(x, mode=mode, antialias=True, **kw),
+          lambda x: torch.nn.functional.interpolate(x, mode=mode, antialias=True, **kw),
+          [RNG.standard_normal((1, 2, 6, 8))], grad=(0,))
+
+
+def test_upsample_aa_entry_points(device):
+    torch = _torch()
+    check(device, lambda x: clgrad._upsample_bilinear2d_aa(x, None, False, [1.7, 0.9]),
+          lambda x: torch.ops.aten._upsample_bilinear2d_aa(x, None, False, [1.7, 0.9]),
+          [RNG.standard_normal((1, 2, 6, 8))], grad=(0,))
+    check(device, lambda x: clgrad._upsample_bicubic2d_aa(x, (3, 4), True),
+          lambda x: torch.ops.aten._upsample_bicubic2d_aa(x, (3, 4), True), [RNG.standard_normal((1, 2, 6, 8))],
+          grad=(0,))
