@@ -116,6 +116,7 @@ from .ops.attention import *  # noqa: F401,F403,E402
 from .ops.grid_sample import *  # noqa: F401,F403,E402
 from .ops.nn_misc import *  # noqa: F401,F403,E402
 from .ops.resample_aa import *  # noqa: F401,F403,E402
+from .ops.segments import *  # noqa: F401,F403,E402
 
 # torch alias names and cheap composites (arccos, special.expit, signal.windows ...) where clgrad lacks them; last
 import sys as _sys  # noqa: E402
