@@ -81,6 +81,9 @@ def segment_reduce(data, reduce, *, lengths=None, indices=None, offsets=None, ax
     if indices is not None:
         raise NotImplementedError("segment_reduce(): indices based reduction is not supported yet.")
     axis = axis + data.dim() if axis < 0 else axis
+    seg = lengths if lengths is not None else offsets
+    if seg is not None and axis != seg.dim() - 1:
+        raise RuntimeError(f"segment_reduce(): Expected axis to be the last dimension of lengths but got {axis}.")
     x = data.movedim(axis, 0)
     pos, valid = _segment_layout(lengths, offsets, x.shape[0])
     segments, longest = pos.shape
