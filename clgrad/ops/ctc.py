@@ -84,15 +84,20 @@ def _shift(alpha, k: int, neg):
 
 
 def _alpha_final(lp_ext, il: np.ndarray, skip, valid, init):
-    """The forward variables after each sample's last time step, (N, 2S+1)."""
+    """The forward variables after each sample's last time step, (N, 2S+1). Masks are folded in once: states
+    past a target's end get -inf log-probabilities, a forbidden skip an additive -inf, and a finished sample's
+    row is kept by one ``where`` per step (the per-step masks are views of one host-made tensor)."""
     dev = lp_ext.device
+    lp_ext = lp_ext.where(valid, _NEG)
+    skip_bias = creation.zeros(tuple(skip.shape), dtype=lp_ext.dtype, device=dev).masked_fill(skip.logical_not(),
+                                                                                              _NEG)
     neg = creation.full(tuple(lp_ext.shape[1:]), _NEG, dtype=lp_ext.dtype, device=dev)
-    alpha = lp_ext[0].where(init & valid, _NEG)
-    for t in range(1, int(il.max()) if il.size else 0):
-        two = _shift(alpha, 2, neg).where(skip, _NEG)
-        step = (_lse(alpha, _shift(alpha, 1, neg), two) + lp_ext[t]).where(valid, _NEG)
-        running = creation.tensor((t < il)[:, None], device=dev)
-        alpha = step.where(running, alpha)
+    alpha = lp_ext[0].where(init, _NEG)
+    steps = int(il.max()) if il.size else 0
+    running = creation.tensor((np.arange(steps)[:, None] < il[None, :])[:, :, None], device=dev)
+    for t in range(1, steps):
+        step = _lse(alpha, _shift(alpha, 1, neg), _shift(alpha, 2, neg) + skip_bias) + lp_ext[t]
+        alpha = step if bool(il.min() > t) else step.where(running[t], alpha)
     return alpha
 
 
