@@ -200,3 +200,23 @@ def test_upsample_aa_entry_points(device):
     check(device, lambda x: clgrad._upsample_bicubic2d_aa(x, (3, 4), True),
           lambda x: torch.ops.aten._upsample_bicubic2d_aa(x, (3, 4), True), [RNG.standard_normal((1, 2, 6, 8))],
           grad=(0,))
+
+
+def test_adaptive_log_softmax_with_loss(device):
+    torch = _torch()
+    dt = float_name(device)
+    ref = torch.nn.AdaptiveLogSoftmaxWithLoss(8, 10, [3, 6], div_value=2.0, head_bias=True).to(getattr(torch, dt))
+    mod = clgrad.nn.AdaptiveLogSoftmaxWithLoss(8, 10, [3, 6], div_value=2.0, head_bias=True, device=device,
+                                               dtype=getattr(clgrad, dt))
+    assert sorted(mod.state_dict()) == sorted(ref.state_dict())
+    mod.load_state_dict({k: clgrad.tensor(v.detach().numpy()) for k, v in ref.state_dict().items()})
+    target = np.array([0, 9, 4, 2, 7, 5, 1])
+    check(device, lambda x, t: tuple(mod(x, t)), lambda x, t: tuple(ref(x, t)), [RNG.standard_normal((7, 8)), target],
+          grad=(0,))
+    check(device, mod.log_prob, ref.log_prob, [RNG.standard_normal((7, 8))], grad=(0,))
+    x = clgrad.tensor(RNG.standard_normal((7, 8)).astype(dt), device=device)
+    assert (mod.predict(x).cpu().numpy() == ref.predict(torch.tensor(x.cpu().numpy())).numpy()).all()
+    with pytest.raises(RuntimeError, match=r"Target values should be in \[0, 9\]"):
+        mod(x, clgrad.tensor([10] * 7, device=device))
+    with pytest.raises(ValueError, match="cutoffs should be a sequence of unique, positive integers"):
+        clgrad.nn.AdaptiveLogSoftmaxWithLoss(8, 10, [6, 3])

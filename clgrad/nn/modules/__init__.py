@@ -32,6 +32,7 @@ from .activation import (
     Threshold,
 )
 from .activation_mha import MultiheadAttention
+from .adaptive import AdaptiveLogSoftmaxWithLoss
 from .batchnorm import BatchNorm1d, BatchNorm2d
 from .channelshuffle import ChannelShuffle
 from .container import ModuleDict, ModuleList, ParameterDict, ParameterList, Sequential
@@ -124,4 +125,5 @@ __all__ = [
     "MultiLabelMarginLoss", "MultiLabelSoftMarginLoss", "MultiMarginLoss", "PoissonNLLLoss", "SoftMarginLoss",
     "TripletMarginLoss", "TripletMarginWithDistanceLoss",
 ]
-__all__ += ["EmbeddingBag", "CTCLoss", "LinearCrossEntropyLoss", "CrossMapLRN2d", "LocalResponseNorm", "RMSNorm"]
+__all__ += ["EmbeddingBag", "CTCLoss", "LinearCrossEntropyLoss", "CrossMapLRN2d", "LocalResponseNorm", "RMSNorm",
+            "AdaptiveLogSoftmaxWithLoss"]
