@@ -57,7 +57,7 @@ def _gqa(query, key, value, enable_gqa: bool):
 
 
 def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None,
-                                 enable_gqa=False):
+                                 enable_gqa=False, *, _safe=True):
     """``softmax(Q K^T * scale + bias) V`` over the last two dims, as PyTorch's math backend computes it
     (q and k each scaled by sqrt(scale); a row whose keys are all masked gives 0, as ``_safe_softmax``).
 
@@ -73,7 +73,7 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
     scores = matmul(query * root, (key * root).transpose(-2, -1))
     if bias is not None:
         scores = scores + bias
-    attn = _safe_softmax(scores, -1)
+    attn = _safe_softmax(scores, -1) if _safe else softmax(scores, -1)
     if dropout_p > 0.0:
         attn = dropout(attn, dropout_p, True)
     return matmul(attn, value)
@@ -135,10 +135,14 @@ def _attend(q, k, v, attn_mask, dropout_p, need_weights, average, is_causal, sha
         weights = attn.reshape(bsz, heads, tgt, src)
         return out, weights.mean(dim=1) if average else weights
     if attn_mask is not None:
-        attn_mask = attn_mask.unsqueeze(0) if attn_mask.shape[0] == 1 else attn_mask
-        attn_mask = attn_mask.reshape(bsz, heads, -1, src)
+        if attn_mask.shape[0] == 1:  # one (tgt, src) mask for every batch and head
+            attn_mask = attn_mask.unsqueeze(0)
+        else:
+            attn_mask = attn_mask.reshape(bsz, heads, -1, src)
     q, k, v = (t.reshape(bsz, heads, t.shape[1], t.shape[2]) for t in (q, k, v))
-    out = scaled_dot_product_attention(q, k, v, attn_mask, dropout_p, is_causal)
+    # the plain softmax (a fully masked row gives NaN, as MultiheadAttention always did here): the dead-row mask
+    # of _safe_softmax is a bool computed from the inputs, which clgrad.onnx.export cannot trace
+    out = scaled_dot_product_attention(q, k, v, attn_mask, dropout_p, is_causal, _safe=False)
     return out.permute(2, 0, 1, 3).reshape(bsz * tgt, embed), None
 
 

@@ -87,6 +87,7 @@ def _mha_arrays(E=4, L=3, S=5, N=2, kdim=None):
 MHA_CASES = {
     "weights": dict(need_weights=True),
     "no_weights": dict(need_weights=False),
+    "mask_no_weights": dict(need_weights=False, mask=True),
     "per_head_weights": dict(need_weights=True, average_attn_weights=False),
     "kpm": dict(need_weights=False, kpm=True),
     "mask_kpm": dict(need_weights=True, kpm=True, mask=True),
