@@ -149,6 +149,13 @@ from .ops.complex import install as _install_complex  # noqa: E402
 cfloat, cdouble = complex64, complex128
 _install_complex(Tensor)
 
+# issue 17's nn ops at top level (grid_sampler_2d, native_batch_norm, conv_tbc, _chunk_cat ...)
+from .ops.attention import *  # noqa: F401,F403,E402
+from .ops.grid_sample import *  # noqa: F401,F403,E402
+from .ops.nn_misc import *  # noqa: F401,F403,E402
+from .ops.resample_aa import *  # noqa: F401,F403,E402
+from .ops.segments import *  # noqa: F401,F403,E402
+
 # torch alias names and cheap composites (arccos, special.expit, signal.windows ...) where clgrad lacks them; last
 import sys as _sys  # noqa: E402
 

@@ -107,7 +107,9 @@ def _seeded(op, *args, **kwargs):
 
 def _by_name(op):
     obj = clgrad
-    for part in op.name.split("."):
+    # torch.ops.aten.<name>.default is clgrad.<name>; torch.<name> is clgrad.<name>
+    dotted = op.name.removeprefix("torch.ops.aten.").removesuffix(".default").removeprefix("torch.")
+    for part in dotted.split("."):
         obj = getattr(obj, part, None)
         if obj is None:
             break

@@ -26,3 +26,14 @@ from ..ops.math import FUNCTIONAL_ACTIVATIONS as _ACT  # noqa: E402
 
 globals().update(_ACT)
 
+
+# issue 17's remaining nn.functional ops (attention, grid sampling, embedding bags, CTC, the small norms)
+from ..ops import attention as _attention  # noqa: E402
+from ..ops import ctc as _ctc  # noqa: E402
+from ..ops import embedding_bag as _embedding_bag  # noqa: E402
+from ..ops import grid_sample as _grid_sample  # noqa: E402
+from ..ops import nn_misc as _nn_misc  # noqa: E402
+
+for _m in (_attention, _grid_sample, _embedding_bag, _ctc, _nn_misc):
+    globals().update({name: getattr(_m, name) for name in _m.FUNCTIONAL})
+del _m

@@ -1,4 +1,4 @@
-"""Resampling ops: ``interpolate`` (every mode but lanczos; antialias=False) and ``unfold``/``fold``, forward and
+"""Resampling ops: ``interpolate`` (every mode but lanczos; antialias for bilinear/bicubic) and ``unfold``/``fold``, forward and
 backward. Helpers and checks come from ``conv.py`` (imported as ``C``), the adjoint-pair ops from ``pooling.py``."""
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ from .. import dtypes as D
 from ..backends.cpu_conv import Window, interp_table
 from . import conv as C
 from . import pooling as Pool
+from . import resample_aa
 from . import resample_matrix as M
 from .guard import tensor_first
 
@@ -55,7 +56,7 @@ def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corne
     """Resize [N, C, L], [N, C, H, W] or [N, C, D, H, W] by ``size`` or ``scale_factor``, as
     ``torch.nn.functional.interpolate``: 'nearest', 'nearest-exact', 'area' on any of them, 'linear' (3-D),
     'bilinear' and 'bicubic' (4-D), 'trilinear' (5-D). 1-D/2-D nearest and (bi)linear run their own kernels; the
-    other modes are separable matrix products (``resample_matrix``). ``antialias=True`` is not implemented."""
+    other modes are separable matrix products (``resample_matrix``; ``antialias=True``: ``resample_aa``)."""
     C._check_tensor("interpolate", "input", 1, input)
     if mode in ("nearest", "area", "nearest-exact"):
         if align_corners is not None:
@@ -78,9 +79,8 @@ def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corne
     if mode == "area":
         pool = {1: Pool.adaptive_avg_pool1d, 2: Pool.adaptive_avg_pool2d, 3: adaptive_avg_pool3d}[dims]
         return pool(input, out)
-    if antialias:
-        raise NotImplementedError(f"interpolate: antialias=True (mode '{mode}') is not implemented in clgrad; "
-                                  "antialias=False is")
+    if antialias and mode != "lanczos":  # separable anti-aliased weight matrices
+        return resample_aa.antialiased(input, mode, out, scales, bool(align_corners))
     C._check_float(f"upsample_{mode.replace('-', '_')}{dims}d", input)
     if any(n <= 0 for n in out) or any(n <= 0 for n in input.shape[2:]):
         names = ("D", "H", "W")[-dims:]

@@ -17,6 +17,8 @@ def _torch_classes() -> dict[str, list[str]]:
     """torch.nn.modules submodule name -> names of the classes it defines that clgrad.nn has too."""
     found = {}
     for info in pkgutil.iter_modules(torch.nn.modules.__path__):
+        if info.name.startswith("_"):  # _functions: autograd Functions (CrossMapLRN2d's), not layers
+            continue
         module = importlib.import_module(f"torch.nn.modules.{info.name}")
         names = [name for name, obj in vars(module).items()
                  if inspect.isclass(obj) and obj.__module__ == module.__name__ and inspect.isclass(getattr(nn, name, None))]

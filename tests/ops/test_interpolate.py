@@ -110,10 +110,11 @@ def test_errors(call, exc):
         call(F, clgrad.zeros(1, 1, 3, 4), clgrad.zeros(1, 1, 2, 3, 4))
 
 
-def test_antialias_not_implemented():
-    """torch accepts antialias=True for 4-D bilinear/bicubic; clgrad says plainly that it has no antialiasing."""
-    with pytest.raises(NotImplementedError, match="antialias=True"):
-        F.interpolate(clgrad.zeros(1, 1, 8, 8), size=3, mode="bicubic", antialias=True)
+def test_antialias_averages_when_shrinking():
+    """antialias=True (4-D bilinear/bicubic; tested against torch in tests/nn/test_functional_misc.py) keeps a
+    constant image constant: each output's weights sum to one."""
+    out = F.interpolate(clgrad.ones(1, 1, 8, 8), size=3, mode="bicubic", antialias=True)
+    np.testing.assert_allclose(out.numpy(), np.ones((1, 1, 3, 3)), rtol=1e-6)
 
 
 def test_node_names():

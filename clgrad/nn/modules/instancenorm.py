@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import warnings
 
-from ...autograd.grad_mode import no_grad
 from .. import functional as F
 from .batchnorm import _lazy_norm, _NormBase
 
@@ -39,23 +38,10 @@ class _InstanceNorm(_NormBase):
         return self._instance_norm(input)
 
     def _instance_norm(self, x):
+        use_input_stats = self.training or not self.track_running_stats
         momentum = self.momentum if self.momentum is not None else 0.0
-        if not (self.training or not self.track_running_stats):  # eval with running statistics
-            return F.batch_norm(x, self.running_mean, self.running_var, self.weight, self.bias, False, momentum,
-                                self.eps)
-        n, c = x.shape[0], x.shape[1]
-
-        def per_sample(t):
-            return t.repeat(n) if t is not None else None
-
-        rm, rv = per_sample(self.running_mean), per_sample(self.running_var)
-        out = F.batch_norm(x.reshape(1, n * c, *x.shape[2:]), rm, rv, per_sample(self.weight),
-                           per_sample(self.bias), True, momentum, self.eps)
-        if rm is not None:
-            with no_grad():
-                self.running_mean.copy_(rm.view(n, c).mean(0))
-                self.running_var.copy_(rv.view(n, c).mean(0))
-        return out.reshape(x.shape)
+        return F.instance_norm(x, self.running_mean, self.running_var, self.weight, self.bias, use_input_stats,
+                               momentum, self.eps)
 
 
 class InstanceNorm1d(_InstanceNorm):
