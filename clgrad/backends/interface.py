@@ -211,3 +211,14 @@ class Backend(Protocol):
         add, columns outside [0, K) are skipped. Any strides; ``vals`` has ``dense``'s dtype. Each row sums in k
         order (deterministic), accumulating in float32 for float16 and in the dtype otherwise; bool raises
         NotImplementedError."""
+
+    # ---- linalg ---------------------------------------------------------------------------------------
+    def eigh(self, w, v, a) -> None:
+        """Eigenvalues ``w`` [B, n] (ascending) and orthonormal eigenvectors ``v`` [B, n, n] (as columns) of the
+        symmetric matrices ``a`` [B, n, n], which is overwritten. Every tensor float32/float64, contiguous, offset 0.
+        Eigenvector signs are whatever the method gives (not unique)."""
+
+    def svd_jacobi(self, s, v, a) -> None:
+        """The SVD of ``a`` [B, m, n], m >= n, as one-sided Jacobi leaves it: ``a`` is overwritten with A V (columns
+        orthogonal, of norms ``s`` [B, n], descending), ``v`` [B, n, n] gets V; so A = (A V / s) diag(s) V^T.
+        Every tensor float32/float64, contiguous, offset 0."""

@@ -15,6 +15,7 @@ from .conv import CLConv
 from .elementwise import CLElementwise
 from .index import CLIndex
 from .launch import Launcher
+from .linalg import CLLinalg
 from .matmul import CLMatmul
 from .nn import CLNN
 from .optim import CLOptim
@@ -32,7 +33,7 @@ class OpenCLBackend:
     ``Launcher``. Methods are bound once, so a call costs what a method call on the family costs."""
 
     name = "opencl"
-    FAMILIES = (CLElementwise, CLReduce, CLMatmul, CLRandom, CLIndex, CLScan, CLConv, CLNN, CLSparse)
+    FAMILIES = (CLElementwise, CLReduce, CLMatmul, CLRandom, CLIndex, CLScan, CLConv, CLNN, CLSparse, CLLinalg)
 
     def __init__(self):
         self.launcher = Launcher()
