@@ -11,8 +11,8 @@ from ..storage import Storage
 from .common import cast, compute_np, is_scalar, view_of  # noqa: F401 (cast: the ops layer imports it from here)
 from .cpu_conv import CPUConv
 from .cpu_index import CPUIndex
-from .cpu_matmul import CPUMatmul
 from .cpu_linalg import CPULinalg
+from .cpu_matmul import CPUMatmul
 from .cpu_nn import CPUNN
 from .cpu_random import CPURandom
 from .cpu_reduce import CPUReduce
