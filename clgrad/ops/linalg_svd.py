@@ -275,8 +275,7 @@ def lstsq(A, B, rcond=None, *, driver=None, out=None):
     full = m > n and driver != "gelsy" and (rank.numel() == 0 or bool((rank == n).all().item()))
     residuals = (A @ X - Bm).square().sum(-2) if full else empty_f
     if vector:
-        X = X.squeeze(-1)
-        residuals = residuals.squeeze(-1) if full else residuals
+        X = X.squeeze(-1)  # the residuals keep their k = 1 column, as PyTorch's
     sv = S if driver in ("gelsd", "gelss") else empty_f
     return LstsqResult(X, residuals, rank, sv)
 
