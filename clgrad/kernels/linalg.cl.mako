@@ -102,7 +102,7 @@ __kernel void ${name}(__global T *a_all, __global T *w_all, __global T *v_all, _
         }
     }
 }
-% else:
+% elif kind == "svd":
 __kernel void ${name}(__global T *a_all, __global T *s_all, __global T *v_all, __global T *cs_all, IDX m, IDX n,
                       int max_sweeps)
 {

@@ -370,6 +370,15 @@ def _spmm(device, cls, n):
           _arr((2 * n,), "float32"), _arr((5, 3), "float32"), layouts=["contiguous", "transposed"], grad=True)
 
 
+def _linalg(device, cls, n):
+    """The Jacobi kernels (eigh, svd_jacobi) through gauge-invariant outputs: eigenvalues, singular values and
+    their gradients, on a batch of two small matrices (none when n is 0)."""
+    k = min(n, 5) or 3
+    shape = (2 if n else 0, k + 1, k)
+    _same(device, lambda x: (clgrad.linalg.eigvalsh(x[:, :k] + x[:, :k].mT), clgrad.linalg.svdvals(x)),
+          _arr(shape, "float32"), grad=True)
+
+
 def _errors(device, cls, n):
     """note_error: a failed bounds check copies its flag into the thread's error buffer (raised at the next read)."""
     m = max(n, 1)
@@ -396,6 +405,7 @@ FAMILIES = {
     "optim": (_optim, ("float",)),
     "rnn": (_rnn, ("float",)),
     "spmm": (_spmm, ("float",)),
+    "linalg": (_linalg, ("float",)),
     "errors": (_errors, ("float",)),
 }
 

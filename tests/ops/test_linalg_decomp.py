@@ -46,6 +46,14 @@ def _cmp(ours, theirs, dtype):
         np.testing.assert_allclose(got, want, **_tol(dtype))
 
 
+def _ormqr(left, transpose):
+    return lambda m, x, c: m.ormqr(*m.geqrf(x), c if left else c.mT, left=left, transpose=transpose)
+
+
+def _cond(p):
+    return lambda m, x: m.linalg.cond(x, p)
+
+
 TALL, WIDE, SQ = R.normal(size=(2, 5, 3)), R.normal(size=(3, 5)), R.normal(size=(4, 4))
 C = R.normal(size=(2, 5, 2))
 # outputs PyTorch defines uniquely (LAPACK's sign conventions for QR): name, function (same call), inputs
@@ -60,9 +68,7 @@ CASES = [
     ("qr legacy some=False", lambda m, x: m.qr(x, some=False), SQ),
     ("householder_product", lambda m, x: m.linalg.householder_product(*m.geqrf(x)), TALL),
     ("orgqr fewer taus", lambda m, x: m.orgqr(m.geqrf(x)[0], m.geqrf(x)[1][..., :2]), TALL),
-    *[(f"ormqr left={lt} transpose={tr}", (lambda lt, tr: lambda m, x, c: m.ormqr(
-        *m.geqrf(x), c if lt else c.mT, left=lt, transpose=tr))(lt, tr), TALL, C)
-      for lt in (True, False) for tr in (False, True)],
+    *[(f"ormqr left={lt} transpose={tr}", _ormqr(lt, tr), TALL, C) for lt in (True, False) for tr in (False, True)],
     ("eigvalsh", lambda m, x: m.linalg.eigvalsh(x), _sym(3, 5, 5)),
     ("eigvalsh U", lambda m, x: m.linalg.eigvalsh(x, UPLO="U"), R.normal(size=(4, 4))),
     ("eigh values", lambda m, x: m.linalg.eigh(x)[0], _sym(6, 6)),
@@ -77,8 +83,7 @@ CASES = [
     ("matrix_rank", lambda m, x: m.linalg.matrix_rank(x), np.stack([_rank2(5, 4), R.normal(size=(5, 4))])),
     ("matrix_rank hermitian", lambda m, x: m.linalg.matrix_rank(x, hermitian=True), _rank2(4, 4) + _rank2(4, 4).T),
     ("matrix_rank rtol", lambda m, x: m.linalg.matrix_rank(x, rtol=0.5), SQ),
-    *[(f"cond {p}", (lambda p: lambda m, x: m.linalg.cond(x, p))(p), R.normal(size=(2, 4, 4)))
-      for p in (None, 2, -2, "fro", "nuc", math.inf, -math.inf, 1, -1)],
+    *[(f"cond {p}", _cond(p), R.normal(size=(2, 4, 4))) for p in (None, 2, -2, "fro", "nuc", math.inf, -math.inf, 1, -1)],
     ("cond wide", lambda m, x: m.linalg.cond(x), WIDE),
     ("lstsq gelsd", lambda m, x, c: m.linalg.lstsq(x, c, driver="gelsd"), R.normal(size=(2, 5, 3)), C),
     ("lstsq gelsy", lambda m, x, c: m.linalg.lstsq(x, c)[:3], R.normal(size=(2, 5, 3)), C),
