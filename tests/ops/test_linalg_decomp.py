@@ -202,6 +202,8 @@ GRAD_CASES = [
 def test_gradcheck(device, case):
     dtype, kw = grad_precision(device)
     _, fn, arrays = case
+    if dtype == "float32":  # an iterative decomposition's float32 rounding shows in the finite differences
+        kw.update(atol=5e-3, rtol=2e-2)
     inputs = tuple(clgrad.tensor(a.astype(dtype), device=device, requires_grad=True) for a in arrays)
     assert gradcheck(fn, inputs, **kw)
 

@@ -8,7 +8,7 @@ from ..common import INT32_MAX
 from . import programs
 from .launch import Args, Launcher, index_type
 
-LOCAL = 64  # work-items per matrix: a round updates n/2 column pairs of n (or m + n) rows each
+LOCAL = (64, 256)  # work-items per matrix, below and from n = 128: a round updates n/2 column pairs of n rows
 MAX_SWEEPS = {D.float32: 20, D.float64: 30}  # Jacobi converges quadratically: ~6-10 sweeps in practice
 
 
@@ -36,7 +36,7 @@ class CLLinalg:
         args.scalar(D.int32.np, MAX_SWEEPS[dt])
         params = dict(kind=kind, ctype=dt.ctype, idx_t=idx_t, fp64=dt is D.float64)
         kernel = programs.get_kernel(dev, "linalg", f"{kind}_jacobi_{dt.ctype}", tuple(args.types), params)
-        local = min(LOCAL, dev.props.max_work_group_size)
+        local = min(LOCAL[n >= 128], dev.props.max_work_group_size)
         kernel(dev.queue, (batch * local,), (local,), *args.values)
         del scratch  # the allocator reuses the buffer only for launches enqueued after this one (in-order queue)
 
