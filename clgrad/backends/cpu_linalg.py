@@ -13,11 +13,11 @@ class CPULinalg:
     def __init__(self, backend):
         self.be = backend
 
-    def eigh(self, w, v, a) -> None:
+    def eigh(self, w, v, a, upper: bool = False) -> None:
         """Eigenvalues ascending and eigenvectors of the symmetric ``a`` [B, n, n]; see interface.Backend.eigh."""
         if a.numel() == 0:
             return
-        vals, vecs = np.linalg.eigh(view_of(a))
+        vals, vecs = np.linalg.eigh(view_of(a), UPLO="U" if upper else "L")
         view_of(w)[...] = vals
         view_of(v)[...] = vecs
 

@@ -213,10 +213,11 @@ class Backend(Protocol):
         NotImplementedError."""
 
     # ---- linalg ---------------------------------------------------------------------------------------
-    def eigh(self, w, v, a) -> None:
+    def eigh(self, w, v, a, upper: bool = False) -> None:
         """Eigenvalues ``w`` [B, n] (ascending) and orthonormal eigenvectors ``v`` [B, n, n] (as columns) of the
         symmetric matrices ``a`` [B, n, n], which is overwritten. Every tensor float32/float64, contiguous, offset 0.
-        Eigenvector signs are whatever the method gives (not unique)."""
+        Eigenvector signs are whatever the method gives (not unique); ``upper`` says which triangle the caller read
+        ``a`` from (LAPACK's reduction, on cpu, then gives PyTorch's signs), and ``a`` must be symmetric anyway."""
 
     def svd_jacobi(self, s, v, a) -> None:
         """The SVD of ``a`` [B, m, n], m >= n, as one-sided Jacobi leaves it: ``a`` is overwritten with A V (columns

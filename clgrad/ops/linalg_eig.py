@@ -44,10 +44,10 @@ def eigh_raw(A: Tensor, upper: bool = False):
     for, through the backend's ``eigh`` primitive."""
     n, batch = A.shape[-1], tuple(A.shape[:-2])
     with grad_mode.no_grad():
-        work = symmetric(A, upper).reshape(-1, n, n).contiguous().clone()
+        work = symmetric(A, upper).reshape(math.prod(batch), n, n).contiguous().clone()
         w = empty(work.shape[0], n, dtype=A.dtype, device=A.device)
         v = empty(work.shape[0], n, n, dtype=A.dtype, device=A.device)
-        backends.get(A.device).eigh(w, v, work)
+        backends.get(A.device).eigh(w, v, work, upper)
     return w.reshape(batch + (n,)), v.reshape(batch + (n, n))
 
 

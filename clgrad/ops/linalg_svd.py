@@ -173,6 +173,44 @@ def _tolerance(S_max: Tensor, A: Tensor, atol, rtol) -> Tensor:
     return tol
 
 
+def _pinv_raw(A: Tensor, atol, rtol, hermitian: bool) -> Tensor:
+    """The pseudo-inverse of A, untracked: V diag(1/s) U^T over the kept singular values (or eigenvalues)."""
+    with grad_mode.no_grad():
+        if hermitian:
+            L, V = EighFn.apply(A, False)
+            keep = L.abs() > _tolerance(L.abs().amax(-1, keepdim=True), A, atol, rtol) if L.shape[-1] else L > 0
+            inv_l = (1 / L.where(keep, 1.0)).where(keep, 0.0)
+            return (V * inv_l.unsqueeze(-2)) @ V.mT
+        U, S, Vh = svd_raw(A)
+        keep = S > _tolerance(S[..., :1], A, atol, rtol) if S.shape[-1] else S > 0
+        inv_s = (1 / S.where(keep, 1.0)).where(keep, 0.0)
+        return Vh.mT @ (inv_s.unsqueeze(-1) * U.mT)
+
+
+class PinvFn(Function):
+    """A^+; backward: PyTorch's pinv_backward (valid for rank-deficient A of constant rank)."""
+
+    node_name = "LinalgPinvBackward0"
+
+    @staticmethod
+    def forward(ctx, A, atol, rtol, hermitian):
+        P = _pinv_raw(A, atol, rtol, hermitian)
+        ctx.save_for_backward(A, P)
+        return P
+
+    @staticmethod
+    def backward(ctx, g):
+        A, P = ctx.saved_tensors
+        Ph, gh = P.mT, g.mT
+        if A.shape[-2] <= A.shape[-1]:
+            K = gh @ P
+            KPh = K @ Ph
+            return -(P @ K).mT + KPh - (A @ P) @ KPh + (Ph @ P) @ (gh - K @ A), None, None, None
+        K = P @ gh
+        PhK = Ph @ K
+        return -(K @ P).mT + (gh - A @ K) @ P @ Ph + PhK - PhK @ P @ A, None, None, None
+
+
 def pinv(A, rcond=None, hermitian: bool = False, *, atol=None, rtol=None, out=None) -> Tensor:
     """``linalg.pinv``: the pseudo-inverse of A [..., m, n] through its SVD (``hermitian``: its eigh), singular
     values at most max(atol, rtol * largest) treated as zero; ``rcond`` is the legacy name of rtol.
@@ -182,15 +220,8 @@ def pinv(A, rcond=None, hermitian: bool = False, *, atol=None, rtol=None, out=No
     _check(A, "pinv")
     rtol = rcond if rtol is None else rtol
     if hermitian:
-        L, V = EighFn.apply(A, False)
-        keep = L.abs() > _tolerance(L.abs().amax(-1, keepdim=True), A, atol, rtol)
-        inv_l = (1 / L.where(keep, 1.0)).where(keep, 0.0)
-        P = (V * inv_l.unsqueeze(-2)) @ V.mT
-    else:
-        U, S, Vh = SVDFn.apply(A, False)
-        keep = S > _tolerance(S[..., :1], A, atol, rtol) if S.shape[-1] else S > 0
-        inv_s = (1 / S.where(keep, 1.0)).where(keep, 0.0)
-        P = Vh.mT @ (inv_s.unsqueeze(-1) * U.mT)
+        check_matrix(A, "pinv")
+    P = PinvFn.apply(A, atol, rtol, hermitian)
     return P if out is None else out.copy_(P)
 
 

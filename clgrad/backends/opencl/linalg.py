@@ -40,7 +40,7 @@ class CLLinalg:
         kernel(dev.queue, (batch * local,), (local,), *args.values)
         del scratch  # the allocator reuses the buffer only for launches enqueued after this one (in-order queue)
 
-    def eigh(self, w, v, a) -> None:
+    def eigh(self, w, v, a, upper: bool = False) -> None:
         """Eigenvalues ascending and eigenvectors of the symmetric ``a`` [B, n, n]; see interface.Backend.eigh."""
         self._launch("eigh", a, w, v, (a.shape[-1],))
 
