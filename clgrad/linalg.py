@@ -9,6 +9,7 @@
 from __future__ import annotations
 
 from .ops.linalg_eig import eig, eigh, eigvals, eigvalsh, matrix_exp
+from .ops.linalg_ldl import ldl_factor, ldl_factor_ex, ldl_solve
 from .ops.linalg_lu import (
     det,
     inv,
@@ -37,4 +38,4 @@ __all__ = ["norm", "matrix_norm", "vector_norm", "svdvals", "LinAlgError", "chol
            "solve_triangular", "lu", "lu_factor", "lu_factor_ex", "lu_solve", "solve", "solve_ex", "inv", "inv_ex",
            "det", "slogdet", "matrix_power", "cross", "vecdot", "multi_dot", "vander",
            "qr", "householder_product", "eigh", "eigvalsh", "eig", "eigvals", "svd", "pinv", "matrix_rank", "cond",
-           "lstsq", "tensorinv", "tensorsolve", "matrix_exp"]
+           "lstsq", "tensorinv", "tensorsolve", "matrix_exp", "ldl_factor", "ldl_factor_ex", "ldl_solve"]

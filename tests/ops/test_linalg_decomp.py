@@ -271,3 +271,22 @@ def test_eig_general():
         pytest.skip("clgrad has no complex dtype yet")
     w = clgrad.linalg.eigvals(clgrad.tensor(SQ))
     np.testing.assert_allclose(np.sort_complex(w.numpy()), np.sort_complex(np.linalg.eigvals(SQ)), rtol=1e-10)
+
+
+def _sym_needing_2x2(n):
+    a = np.diag(R.normal(size=n)) * 1e-3 + np.roll(np.eye(n), 1, 0) + np.roll(np.eye(n), -1, 0)
+    return a + 0.1 * _sym(n, n)
+
+
+@pytest.mark.parametrize("a", [_sym(2, 5, 5), _sym_needing_2x2(6), _sym(1, 1)], ids=["1x1 pivots", "2x2", "1x1"])
+def test_ldl_matches_lapack(device, a):
+    """LD and pivots element for element as LAPACK's sytrf (Bunch-Kaufman, 2x2 blocks included); ldl_solve solves."""
+    torch = pytest.importorskip("torch")
+    dtype, _ = grad_precision(device)
+    A = clgrad.tensor(a.astype(dtype), device=device)
+    ours = clgrad.linalg.ldl_factor_ex(A)
+    theirs = torch.linalg.ldl_factor_ex(torch.tensor(a.astype(dtype)))
+    _cmp(ours, theirs, dtype)
+    b = R.normal(size=a.shape[:-1] + (2,))
+    x = clgrad.linalg.ldl_solve(ours.LD, ours.pivots, clgrad.tensor(b.astype(dtype), device=device))
+    np.testing.assert_allclose(_np(x), np.linalg.solve(a, b), rtol=1e-6 if dtype == "float64" else 1e-2, atol=1e-6)
