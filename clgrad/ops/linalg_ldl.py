@@ -137,10 +137,10 @@ def ldl_factor_ex(A, *, hermitian: bool = False, check_errors: bool = False, out
     check_precision(A, "linalg_ldl_factor_ex_cpu")
     _check_hermitian(hermitian, "ldl_factor_ex")
     n, batch = A.shape[-1], tuple(A.shape[:-2])
-    host = np.asarray(A.detach()._host(), dtype=np.float64).reshape(-1, n, n)
+    host = np.asarray(A.detach()._host(), dtype=np.float64).reshape(math.prod(batch), n, n)
     parts = [sytf2(a) for a in host]
-    LD = np.stack([p[0] for p in parts]) if parts else np.zeros((0, n, n))
-    piv = np.stack([p[1] for p in parts]) if parts else np.zeros((0, n), np.int32)
+    LD = np.stack([p[0] for p in parts]) if parts else np.zeros(host.shape)
+    piv = np.stack([p[1] for p in parts]) if parts else np.zeros(host.shape[:-1], np.int32)
     info = np.array([p[2] for p in parts], np.int32)
     res = LDLFactorEx(tensor(LD.reshape(batch + (n, n)), dtype=A.dtype, device=A.device),
                       tensor(piv.reshape(batch + (n,)), dtype=D.int32, device=A.device),
@@ -179,10 +179,11 @@ def ldl_solve(LD, pivots, B, *, hermitian: bool = False, out=None):
         raise RuntimeError(f"torch.linalg.ldl_solve: Incompatible shapes of A and B for the equation AX = B "
                            f"({n}x{n} and {B.shape[-2]}x{B.shape[-1]})")
     batch = np.broadcast_shapes(tuple(LD.shape[:-2]), tuple(B.shape[:-2]))
-    ld = np.broadcast_to(np.asarray(LD.detach()._host(), np.float64), batch + (n, n)).reshape(-1, n, n)
-    piv = np.broadcast_to(np.asarray(pivots.cpu().numpy()), batch + (n,)).reshape(-1, n)
+    count = math.prod(batch)
+    ld = np.broadcast_to(np.asarray(LD.detach()._host(), np.float64), batch + (n, n)).reshape(count, n, n)
+    piv = np.broadcast_to(np.asarray(pivots.cpu().numpy()), batch + (n,)).reshape(count, n)
     b = np.broadcast_to(np.asarray(B.detach()._host(), np.float64), batch + tuple(B.shape[-2:]))
-    b = b.reshape((-1,) + tuple(B.shape[-2:]))
+    b = b.reshape((count,) + tuple(B.shape[-2:]))
     X = np.stack([sytrs(*args) for args in zip(ld, piv, b)]) if len(b) else np.zeros(b.shape)
     X = tensor(X.reshape(batch + tuple(B.shape[-2:])), dtype=B.dtype, device=B.device)
     return X if out is None else out.copy_(X)
