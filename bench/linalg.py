@@ -1,11 +1,13 @@
-"""Dense solvers: linalg.solve (LU with partial pivoting) and linalg.cholesky, batched 64x64 and one 512x512, fp32,
-time per call against numpy/LAPACK and PyTorch-CPU.
+"""Dense solvers and decompositions: linalg.solve (LU with partial pivoting), linalg.cholesky, linalg.qr,
+linalg.eigh and linalg.svd, batched 64x64 and one 512x512, fp32, time per call against numpy/LAPACK and PyTorch-CPU.
 
     python bench/linalg.py [--device opencl:N] [--quick] [--smoke] [--json out.json] [--only "solve"]
 
 clgrad's factorizations are composed from its ops (a blocked right-looking algorithm: per 64-column panel one
 small launch sequence per column, then a triangular solve and one matmul for the trailing update), so their time is
-mostly launches (O(n) small ones: about 12 per column for LU, 5 for Cholesky); LAPACK's are one call.
+mostly launches (O(n) small ones: about 12 per column for LU, 5 for Cholesky); LAPACK's are one call. QR is
+Householder (blocked by 32 columns, ~10 launches per column, and Q applies each reflector: ~5 per column); eigh and
+svd are one Jacobi kernel launch (one work-group per matrix) plus the setup, and svd's U normalization.
 """
 from __future__ import annotations
 
@@ -60,6 +62,36 @@ def cholesky_case(b: Bench, batch: int, n: int) -> None:
     b.add(name, times)
 
 
+def _check(name: str, got: np.ndarray, want: np.ndarray) -> None:
+    err = abs(got - want).max() / max(abs(want).max(), 1e-30)
+    if err > 1e-3:
+        raise RuntimeError(f"{name}: clgrad's result is wrong (max relative error {err:.2e})")
+
+
+# name -> (clgrad call, numpy call, torch call, what is compared: a function of the result)
+DECOMPOSITIONS = {
+    "qr": (lambda a: clgrad.linalg.qr(a), np.linalg.qr, lambda t, a: t.linalg.qr(a), lambda r: abs(np.asarray(r[1]))),
+    "eigh": (lambda a: clgrad.linalg.eigh(a), np.linalg.eigh, lambda t, a: t.linalg.eigh(a), lambda r: np.asarray(r[0])),
+    "svd": (lambda a: clgrad.linalg.svd(a, full_matrices=False), lambda a: np.linalg.svd(a, full_matrices=False),
+            lambda t, a: t.linalg.svd(a, full_matrices=False), lambda r: np.asarray(r[1])),
+}
+
+
+def decomposition_case(b: Bench, op: str, batch: int, n: int) -> None:
+    name = f"{op} {batch}x{n}x{n}"
+    if not b.wants(name):
+        return
+    ours, ref, theirs, key = DECOMPOSITIONS[op]
+    a_np = _spd(batch, n) if op == "eigh" else rand((batch, n, n), seed=4)
+    a = clgrad.tensor(a_np, device=b.device)
+    _check(name, key([t.cpu().numpy() for t in ours(a)]), key(ref(a_np)))
+    tfn = None
+    if b.torch is not None:
+        ta = b.torch.from_numpy(a_np)
+        tfn = lambda: theirs(b.torch, ta)  # noqa: E731
+    b.add(name, b.measure(clgrad=lambda: ours(a), numpy=lambda: ref(a_np), torch=tfn))
+
+
 def main(argv=None) -> Bench:
     b = Bench(__doc__, __file__, argv)
     batch, small, big = b.pick((4, 16, 64), (32, 64, 256), (32, 64, 512))
@@ -67,6 +99,9 @@ def main(argv=None) -> Bench:
     cholesky_case(b, batch, small)
     solve_case(b, 1, big)
     cholesky_case(b, 1, big)
+    for op in DECOMPOSITIONS:
+        decomposition_case(b, op, batch, small)
+        decomposition_case(b, op, 1, big)
     b.finish()
     return b
 

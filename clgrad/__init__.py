@@ -88,6 +88,16 @@ from .ops.linalg_lu import *  # noqa: F401,F403,E402 - det, logdet, slogdet, inv
 from .ops.linalg_lu import legacy_lu as lu, legacy_lu_solve as lu_solve, install as _install_lu  # noqa: E402,F401
 
 _install_lu(Tensor)
+# issue 17: QR, SVD and eigen-decompositions (ops/linalg_qr.py, linalg_svd.py, linalg_eig.py)
+from .ops.linalg_qr import *  # noqa: F401,F403,E402 - geqrf, orgqr, ormqr, qr
+from .ops.linalg_svd import *  # noqa: F401,F403,E402 - svd, pinverse, svd_lowrank, pca_lowrank
+from .ops.linalg_eig import *  # noqa: F401,F403,E402 - matrix_exp
+from .ops.linalg_qr import install as _install_qr  # noqa: E402
+from .ops.linalg_svd import install as _install_svd  # noqa: E402
+
+_install_qr(Tensor)
+_install_svd(Tensor)
+Tensor.matrix_exp = matrix_exp  # noqa: F405
 from .special_random import _sample_dirichlet, _standard_gamma  # noqa: E402,F401
 from . import distributions  # noqa: E402,F401
 # issue 17: shape/creation/random breadth (the *_copy views, rot90, logspace, cauchy_, ...)

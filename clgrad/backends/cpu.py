@@ -12,6 +12,7 @@ from .common import cast, compute_np, is_scalar, pairs, view_of  # noqa: F401 (c
 from .cpu_conv import CPUConv
 from .cpu_fft import CPUFFT
 from .cpu_index import CPUIndex
+from .cpu_linalg import CPULinalg
 from .cpu_matmul import CPUMatmul
 from .cpu_nn import CPUNN
 from .cpu_random import CPURandom
@@ -26,7 +27,7 @@ class CPUBackend:
     and elementwise here, every other primitive bound from an op family object, as in the OpenCL backend."""
 
     name = "cpu"
-    FAMILIES = (CPUReduce, CPUMatmul, CPURandom, CPUIndex, CPUScan, CPUConv, CPUNN, CPUSparse, CPUFFT)
+    FAMILIES = (CPUReduce, CPUMatmul, CPURandom, CPUIndex, CPUScan, CPUConv, CPUNN, CPUSparse, CPUFFT, CPULinalg)
     fused_optim = None  # no fused optimizer steps: optimizers compose them from elementwise ops
     fused_rnn = None  # no fused LSTM steps: nn.LSTM composes them from elementwise table ops
     fused_conv = None  # no implicit-GEMM convolutions: ops/conv.py runs im2col + matmul

@@ -246,3 +246,14 @@ class Backend(Protocol):
         """``scale`` times the real inverse transform (the + sign, unnormalized) of the Hermitian half spectra ``x``
         (contiguous pairs [..., n/2 + 1, 2]) into the real ``out`` [..., n] (contiguous, n even): irfft. The imaginary
         parts of bins 0 and n/2 are ignored, as PyTorch's."""
+    # ---- linalg ---------------------------------------------------------------------------------------
+    def eigh(self, w, v, a, upper: bool = False) -> None:
+        """Eigenvalues ``w`` [B, n] (ascending) and orthonormal eigenvectors ``v`` [B, n, n] (as columns) of the
+        symmetric matrices ``a`` [B, n, n], which is overwritten. Every tensor float32/float64, contiguous, offset 0.
+        Eigenvector signs are whatever the method gives (not unique); ``upper`` says which triangle the caller read
+        ``a`` from (LAPACK's reduction, on cpu, then gives PyTorch's signs), and ``a`` must be symmetric anyway."""
+
+    def svd_jacobi(self, s, v, a) -> None:
+        """The SVD of ``a`` [B, m, n], m >= n, as one-sided Jacobi leaves it: ``a`` is overwritten with A V (columns
+        orthogonal, of norms ``s`` [B, n], descending), ``v`` [B, n, n] gets V; so A = (A V / s) diag(s) V^T.
+        Every tensor float32/float64, contiguous, offset 0."""

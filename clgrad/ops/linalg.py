@@ -8,8 +8,6 @@ from __future__ import annotations
 
 import math
 
-import numpy as np
-
 from .. import backends
 from .. import dtypes as D
 from ..amp.policy import autocast_lower
@@ -19,7 +17,6 @@ from ..tensor import Tensor, is_tensor
 from . import pointwise as P
 from . import shape as S
 from . import sparse_mm
-from .creation import tensor
 from .guard import tensor_first
 from .views import broadcast_shapes
 
@@ -371,48 +368,6 @@ def bilinear(input1, input2, weight, bias=None):
 
 # the untracked products Matmul's forward runs
 _RAW = {"mm": _mm, "bmm": _bmm, "mv": _mv, "dot": _dot, "matmul": _matmul}
-
-
-# ---- singular values (on the host until issue 17 brings linalg.svd to the device) -----------------
-class SvdVals(Function):
-    """The singular values of [..., m, n] matrices, largest first; d sigma_i / dA = u_i v_i^T."""
-
-    node_name = "LinalgSvdBackward0"
-
-    @staticmethod
-    def forward(ctx, a):
-        u, s, vh = _host_svd(a)
-        ctx.save_for_backward(u, vh)
-        return s
-
-    @staticmethod
-    def backward(ctx, grad):
-        u, vh = ctx.saved_tensors
-        return matmul(u * grad.unsqueeze(-2), vh)
-
-
-def _host_svd(a):
-    """numpy's reduced SVD of ``a`` in float64, as tensors of a's dtype on a's device."""
-    arrays = np.linalg.svd(np.asarray(a._host(), dtype=np.float64), full_matrices=False)
-    return tuple(tensor(x, dtype=a.dtype, device=a.device) for x in arrays)
-
-
-def svdvals(A, *, driver=None, out=None):
-    """``linalg.svdvals``: the singular values of ``A`` [..., m, n] (float), descending, differentiable.
-
-    Computed on the HOST: the matrices are copied to host memory and decomposed by numpy's LAPACK SVD in float64,
-    then the values are copied back, until issue 17 brings ``linalg.svd`` to the device. Fine for the small
-    matrices of a norm or a regulariser; a transfer per call on an OpenCL device.
-
-    >>> clgrad.linalg.svdvals(clgrad.tensor([[3.0, 0.0], [0.0, -4.0]]))  # tensor([4., 3.])
-    """
-    if A.dim() < 2:
-        raise RuntimeError("linalg.svd: The input tensor A must have at least 2 dimensions.")
-    if A.dtype.kind != "f":
-        raise RuntimeError(f"linalg.svd: Expected a floating point or complex tensor as input. Got "
-                           f"{A.dtype.scalar_name}")
-    s = SvdVals.apply(A) if needs_graph(A) else _host_svd(A)[1]
-    return s if out is None else out.copy_(s)
 
 
 def _matmul_method(self, other):

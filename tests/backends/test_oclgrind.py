@@ -397,6 +397,13 @@ def _fft(device, cls, n):
     with pytest.MonkeyPatch.context() as mp:  # one launch per pass, through global memory
         mp.setattr(clfft, "LOCAL_BYTES", 0)
         _same(device, run, _arr((2, min(max(n, 1), 60), 2), "float32"), grad=True)
+def _linalg(device, cls, n):
+    """The Jacobi kernels (eigh, svd_jacobi) through gauge-invariant outputs: eigenvalues, singular values and
+    their gradients, on a batch of two small matrices (none when n is 0)."""
+    k = min(n, 5) or 3
+    shape = (2 if n else 0, k + 1, k)
+    _same(device, lambda x: (clgrad.linalg.eigvalsh(x[:, :k] + x[:, :k].mT), clgrad.linalg.svdvals(x)),
+          _arr(shape, "float32"), grad=True)
 
 
 def _errors(device, cls, n):
@@ -427,6 +434,7 @@ FAMILIES = {
     "rnn": (_rnn, ("float",)),
     "spmm": (_spmm, ("float",)),
     "fft": (_fft, ("float",)),
+    "linalg": (_linalg, ("float",)),
     "errors": (_errors, ("float",)),
 }
 

@@ -17,6 +17,7 @@ from .elementwise import CLElementwise
 from .fft import CLFFT
 from .index import CLIndex
 from .launch import Launcher
+from .linalg import CLLinalg
 from .matmul import CLMatmul
 from .nn import CLNN
 from .optim import CLOptim
@@ -34,7 +35,7 @@ class OpenCLBackend:
     ``Launcher``. Methods are bound once, so a call costs what a method call on the family costs."""
 
     name = "opencl"
-    FAMILIES = (CLElementwise, CLReduce, CLMatmul, CLRandom, CLIndex, CLScan, CLConv, CLNN, CLSparse, CLFFT)
+    FAMILIES = (CLElementwise, CLReduce, CLMatmul, CLRandom, CLIndex, CLScan, CLConv, CLNN, CLSparse, CLFFT, CLLinalg)
 
     def __init__(self):
         self.launcher = Launcher()

@@ -1,0 +1,49 @@
+"""OpenCL implementation of the ``linalg`` primitives (an op family of OpenCLBackend): ``eigh`` and ``svd_jacobi``,
+launches of ``kernels/linalg.cl.mako`` (parallel-order Jacobi, one work-group per matrix). See
+``cpu_linalg.CPULinalg`` for the reference semantics."""
+from __future__ import annotations
+
+from ... import dtypes as D
+from ..common import INT32_MAX
+from . import programs
+from .launch import Args, Launcher, index_type
+
+LOCAL = (64, 256)  # work-items per matrix, below and from n = 128: a round updates n/2 column pairs of n rows
+MAX_SWEEPS = {D.float32: 20, D.float64: 30}  # Jacobi converges quadratically: ~6-10 sweeps in practice
+
+
+class CLLinalg:
+    PRIMITIVES = ("eigh", "svd_jacobi")
+
+    def __init__(self, backend, launcher: Launcher):
+        self.be, self.rt = backend, launcher
+
+    def _launch(self, kind: str, a, out, v, dims) -> None:
+        dt = a.dtype
+        if dt not in MAX_SWEEPS:
+            raise NotImplementedError(f"linalg.{kind}: clgrad's Jacobi kernels take float32 and float64, not {dt}")
+        batch, n = a.shape[0], a.shape[-1]
+        if a.numel() == 0 or batch == 0:
+            return
+        dev = self.rt.dev(a)
+        self.rt.check_dtype(dev, dt)
+        pairs = (n + 1) // 2
+        scratch = self.be.empty(a.device, dt, batch * 2 * pairs)
+        idx_np, idx_t = index_type(a.numel() > INT32_MAX)
+        args = Args(idx_np)
+        args.buf(a._storage.data, out._storage.data, v._storage.data, scratch.data)
+        args.idx(*dims)
+        args.scalar(D.int32.np, MAX_SWEEPS[dt])
+        params = dict(kind=kind, ctype=dt.ctype, idx_t=idx_t, fp64=dt is D.float64)
+        kernel = programs.get_kernel(dev, "linalg", f"{kind}_jacobi_{dt.ctype}", tuple(args.types), params)
+        local = min(LOCAL[n >= 128], dev.props.max_work_group_size)
+        kernel(dev.queue, (batch * local,), (local,), *args.values)
+        del scratch  # the allocator reuses the buffer only for launches enqueued after this one (in-order queue)
+
+    def eigh(self, w, v, a, upper: bool = False) -> None:
+        """Eigenvalues ascending and eigenvectors of the symmetric ``a`` [B, n, n]; see interface.Backend.eigh."""
+        self._launch("eigh", a, w, v, (a.shape[-1],))
+
+    def svd_jacobi(self, s, v, a) -> None:
+        """``a`` [B, m, n] (m >= n) <- A V, ``s`` its column norms descending, ``v`` V; see interface.Backend."""
+        self._launch("svd", a, s, v, (a.shape[-2], a.shape[-1]))

@@ -1,0 +1,175 @@
+## Jacobi methods for the symmetric eigenproblem and the SVD: one work-group per matrix of a batch, every matrix
+## contiguous and overwritten in place. Both sweep the column pairs in round-robin ("chess tournament") order: a
+## round pairs all N/2 disjoint (p, q) at once (N = n rounded up to even; a pair with q == n is a bye), so the
+## work-items first compute every pair's rotation, then apply them all (disjoint pairs touch disjoint columns/rows),
+## and a sweep is N - 1 rounds. A pair is rotated while its off-diagonal term is above eps relative to its diagonal
+## (the accurate Jacobi criterion); sweeps stop when one rotates nothing, or after ``max_sweeps``. The loops have no
+## ``break``: every work-item runs the same barriers, guarded by a flag all of them read after a barrier.
+## kind "eigh": A [n, n] symmetric -> w (eigenvalues ascending), V (eigenvectors as columns), A' = V^T A V.
+## kind "svd": one-sided (Hestenes) Jacobi on A [m, n], m >= n -> A V with orthogonal columns, s (their norms,
+## descending), V; the columns are permuted with s.
+## cs: a scratch of 2 * (N / 2) values per matrix (the round's cosines and sines).
+<%namespace name="cl" file="prelude.cl.mako"/>\
+${cl.header(fp64, idx_t)}\
+#define T ${ctype}
+#define EPS ${"DBL_EPSILON" if fp64 else "FLT_EPSILON"}
+
+// the slot-th player of round r of a round-robin over N players: player 0 stays, the others rotate
+inline IDX player(IDX slot, IDX r, IDX N) { return slot == 0 ? 0 : 1 + (slot - 1 + r) % (N - 1); }
+
+// the rotation (c, s) that zeroes the pair's off-diagonal term: Rutishauser's formula (Numerical Recipes' jacobi)
+inline void rotation(T app, T aqq, T apq, __global T *c, __global T *s) {
+    const T theta = (aqq - app) / (2 * apq);
+    const T t = (theta >= 0 ? (T)1 : (T)-1) / (fabs(theta) + hypot(theta, (T)1));
+    *c = 1 / sqrt(t * t + 1);
+    *s = t * *c;
+}
+
+// columns p, q of X [rows, ld] (row-major) <- (c x_p - s x_q, s x_p + c x_q)
+inline void rotate_cols(__global T *X, IDX ld, IDX k, IDX p, IDX q, T c, T s) {
+    const T xp = X[k * ld + p], xq = X[k * ld + q];
+    X[k * ld + p] = c * xp - s * xq;
+    X[k * ld + q] = s * xp + c * xq;
+}
+
+% if kind == "eigh":
+__kernel void ${name}(__global T *a_all, __global T *w_all, __global T *v_all, __global T *cs_all, IDX n,
+                      int max_sweeps)
+{
+    const IDX g = get_group_id(0), lid = get_local_id(0), L = get_local_size(0);
+    __global T *A = a_all + g * n * n, *V = v_all + g * n * n, *w = w_all + g * n;
+    const IDX N = n + (n & 1), P = N / 2;
+    __global T *C = cs_all + g * 2 * P, *S = C + P;
+    __local int rotated;
+    for (IDX i = lid; i < n * n; i += L) V[i] = (i / n == i % n) ? 1 : 0;
+    int active = n > 1;
+    for (int sweep = 0; sweep < max_sweeps; ++sweep) {
+        if (active) {
+            if (lid == 0) rotated = 0;
+            barrier(CLK_LOCAL_MEM_FENCE | CLK_GLOBAL_MEM_FENCE);
+            for (IDX r = 0; r < N - 1; ++r) {
+                for (IDX i = lid; i < P; i += L) {
+                    const IDX a = player(i, r, N), b = player(N - 1 - i, r, N);
+                    const IDX p = min(a, b), q = max(a, b);
+                    C[i] = 1; S[i] = 0;
+                    if (q < n) {
+                        const T app = A[p * n + p], aqq = A[q * n + q], apq = A[p * n + q];
+                        if (apq != 0 && fabs(apq) > EPS * sqrt(fabs(app) * fabs(aqq))) {
+                            rotation(app, aqq, apq, C + i, S + i);
+                            rotated = 1;
+                        }
+                    }
+                }
+                barrier(CLK_GLOBAL_MEM_FENCE);
+                for (IDX j = lid; j < P * n; j += L) {  // A <- A J, V <- V J
+                    const IDX i = j / n, k = j % n;
+                    const IDX a = player(i, r, N), b = player(N - 1 - i, r, N);
+                    if (S[i] != 0) {
+                        rotate_cols(A, n, k, min(a, b), max(a, b), C[i], S[i]);
+                        rotate_cols(V, n, k, min(a, b), max(a, b), C[i], S[i]);
+                    }
+                }
+                barrier(CLK_GLOBAL_MEM_FENCE);
+                for (IDX j = lid; j < P * n; j += L) {  // A <- J^T A
+                    const IDX i = j / n, k = j % n;
+                    const IDX a = player(i, r, N), b = player(N - 1 - i, r, N);
+                    const IDX p = min(a, b), q = max(a, b);
+                    if (S[i] != 0) {
+                        const T xp = A[p * n + k], xq = A[q * n + k];
+                        A[p * n + k] = C[i] * xp - S[i] * xq;
+                        A[q * n + k] = S[i] * xp + C[i] * xq;
+                    }
+                }
+                barrier(CLK_GLOBAL_MEM_FENCE);
+            }
+            barrier(CLK_LOCAL_MEM_FENCE);
+            active = rotated;
+            barrier(CLK_LOCAL_MEM_FENCE);  // every work-item has read the flag before work-item 0 resets it
+        }
+    }
+    for (IDX i = lid; i < n; i += L) w[i] = A[i * n + i];
+    barrier(CLK_GLOBAL_MEM_FENCE);
+    if (lid == 0) {  // selection sort, ascending, carrying V's columns
+        for (IDX i = 0; i + 1 < n; ++i) {
+            IDX best = i;
+            for (IDX j = i + 1; j < n; ++j) best = w[j] < w[best] ? j : best;
+            if (best != i) {
+                const T t = w[i]; w[i] = w[best]; w[best] = t;
+                for (IDX k = 0; k < n; ++k) {
+                    const T x = V[k * n + i]; V[k * n + i] = V[k * n + best]; V[k * n + best] = x;
+                }
+            }
+        }
+    }
+}
+% elif kind == "svd":
+__kernel void ${name}(__global T *a_all, __global T *s_all, __global T *v_all, __global T *cs_all, IDX m, IDX n,
+                      int max_sweeps)
+{
+    const IDX g = get_group_id(0), lid = get_local_id(0), L = get_local_size(0);
+    __global T *A = a_all + g * m * n, *V = v_all + g * n * n, *s = s_all + g * n;
+    const IDX N = n + (n & 1), P = N / 2;
+    __global T *C = cs_all + g * 2 * P, *S = C + P;
+    __local int rotated;
+    for (IDX i = lid; i < n * n; i += L) V[i] = (i / n == i % n) ? 1 : 0;
+    int active = n > 1;
+    for (int sweep = 0; sweep < max_sweeps; ++sweep) {
+        if (active) {
+            if (lid == 0) rotated = 0;
+            barrier(CLK_LOCAL_MEM_FENCE | CLK_GLOBAL_MEM_FENCE);
+            for (IDX r = 0; r < N - 1; ++r) {
+                for (IDX i = lid; i < P; i += L) {
+                    const IDX a = player(i, r, N), b = player(N - 1 - i, r, N);
+                    const IDX p = min(a, b), q = max(a, b);
+                    C[i] = 1; S[i] = 0;
+                    if (q < n) {
+                        T alpha = 0, beta = 0, gamma = 0;
+                        for (IDX k = 0; k < m; ++k) {
+                            const T xp = A[k * n + p], xq = A[k * n + q];
+                            alpha += xp * xp; beta += xq * xq; gamma += xp * xq;
+                        }
+                        if (gamma != 0 && fabs(gamma) > EPS * sqrt(alpha) * sqrt(beta)) {
+                            rotation(alpha, beta, gamma, C + i, S + i);
+                            rotated = 1;
+                        }
+                    }
+                }
+                barrier(CLK_GLOBAL_MEM_FENCE);
+                for (IDX j = lid; j < P * (m + n); j += L) {  // A <- A J and V <- V J, a row of either per item
+                    const IDX i = j / (m + n), k = j % (m + n);
+                    const IDX a = player(i, r, N), b = player(N - 1 - i, r, N);
+                    if (S[i] != 0) {
+                        if (k < m) rotate_cols(A, n, k, min(a, b), max(a, b), C[i], S[i]);
+                        else rotate_cols(V, n, k - m, min(a, b), max(a, b), C[i], S[i]);
+                    }
+                }
+                barrier(CLK_GLOBAL_MEM_FENCE);
+            }
+            barrier(CLK_LOCAL_MEM_FENCE);
+            active = rotated;
+            barrier(CLK_LOCAL_MEM_FENCE);  // every work-item has read the flag before work-item 0 resets it
+        }
+    }
+    for (IDX j = lid; j < n; j += L) {
+        T acc = 0;
+        for (IDX k = 0; k < m; ++k) acc += A[k * n + j] * A[k * n + j];
+        s[j] = sqrt(acc);
+    }
+    barrier(CLK_GLOBAL_MEM_FENCE);
+    if (lid == 0) {  // selection sort, descending, carrying the columns of A V and of V
+        for (IDX i = 0; i + 1 < n; ++i) {
+            IDX best = i;
+            for (IDX j = i + 1; j < n; ++j) best = s[j] > s[best] ? j : best;
+            if (best != i) {
+                const T t = s[i]; s[i] = s[best]; s[best] = t;
+                for (IDX k = 0; k < m; ++k) {
+                    const T x = A[k * n + i]; A[k * n + i] = A[k * n + best]; A[k * n + best] = x;
+                }
+                for (IDX k = 0; k < n; ++k) {
+                    const T x = V[k * n + i]; V[k * n + i] = V[k * n + best]; V[k * n + best] = x;
+                }
+            }
+        }
+    }
+}
+% endif
