@@ -12,7 +12,8 @@ Needs torch and expecttest (op_db's module imports it). How the numbers are made
 
 - "applicable": entries with any CPU dtype (699 in torch 2.13, complex-only ones included); "present": those
   whose name resolves in clgrad (an op_db lambda that reorders arguments runs with ``torch`` meaning clgrad).
-- Samples are float64 (an entry without float64 uses its first supported dtype), the first ``-n`` per entry.
+- Samples are float64 (an entry without float64 uses its first supported dtype), the first ``-n`` per entry;
+  ``--float32`` takes float32 samples (complex64 over complex128) with float32 tolerances, for devices without fp64.
   Seeded random ops (``wrapper_set_seed``), ``empty*`` and ops that differ under two torch seeds are compared by
   shape and dtype only; samples torch itself raises on are not counted.
 - Forward: every output's shape, dtype and values (rtol = atol = 1e-6, or the entry's float64 overrides).
@@ -42,6 +43,11 @@ RTOL, ATOL = 1e-6, 1e-6  # float64, unless the entry overrides them; torch's own
 SAMPLE_SECONDS = 2.0  # a sample slower than this ends the op's run (reported as "slow")
 WARMUP = 10.0  # the first sample of each op may take this many times longer: it compiles the op's kernels
 DTYPES = (torch.float64, torch.float32, torch.int64, torch.int32, torch.bool)
+# --float32 (devices without cl_khr_fp64, e.g. rusticl): float32 samples, complex64 over complex128, and float32
+# tolerances (the entry's float32 overrides, at least these)
+FLOAT32_DTYPES = (torch.float32, torch.int64, torch.int32, torch.bool, torch.complex64)
+RTOL32, ATOL32 = 1e-4, 1e-4
+PRECISION = torch.float64
 
 
 class TorchRejects(Exception):
@@ -79,7 +85,8 @@ def applicable(op) -> bool:
 def sample_dtype(op):
     """float64 where the op supports it, else the first supported of DTYPES (integer/bool-only ops)."""
     dts = op.supported_dtypes("cpu")
-    return next((d for d in DTYPES if d in dts), None) or sorted(dts, key=str)[0]  # complex-only ops
+    order = DTYPES if PRECISION is torch.float64 else FLOAT32_DTYPES
+    return next((d for d in order if d in dts), None) or sorted(dts, key=str)[0]  # complex-only ops
 
 
 def resolve(op):
@@ -217,10 +224,10 @@ def flat_outputs(x):
 def tolerances(op) -> tuple[float, float]:
     """(rtol, atol) for float64: the defaults, or larger where the entry's toleranceOverride (tol(atol, rtol))
     or precisionOverride (an atol) decorators say so."""
-    rtol, atol = RTOL, ATOL
+    rtol, atol = (RTOL, ATOL) if PRECISION is torch.float64 else (RTOL32, ATOL32)
     for info in getattr(op, "decorators", ()) or ():
         for dec in getattr(info, "decorators", None) or [info]:
-            t = getattr(dec, "d", {}).get(torch.float64)
+            t = getattr(dec, "d", {}).get(PRECISION)
             if type(dec).__name__ == "toleranceOverride" and t is not None:
                 rtol, atol = max(rtol, t.rtol), max(atol, t.atol)
             elif type(dec).__name__ == "precisionOverride" and t is not None:
@@ -433,9 +440,10 @@ def describe(device: str) -> str:
 
 def markdown(results, tot, device) -> str:
     lines = [f"# clgrad op_db coverage on `{describe(device)}`", "",
-             f"torch {torch.__version__}; float64 samples (the first supported dtype where an entry has none), "
-             f"up to the first N per entry; forward and backward tolerances rtol={RTOL}, atol={ATOL} "
-             "or the entry's own float64 overrides.", "",
+             f"torch {torch.__version__}; {str(PRECISION)[6:]} samples (the first supported dtype where an entry has "
+             f"none), up to the first N per entry; forward and backward tolerances "
+             f"rtol={RTOL if PRECISION is torch.float64 else RTOL32}, atol={ATOL if PRECISION is torch.float64 else ATOL32} "
+             f"or the entry's own {str(PRECISION)[6:]} overrides.", "",
              f"- entries present: {tot['present']} of {tot['applicable']} ({tot['present_pct']:.1f}%)",
              f"- samples matching forward: {tot['fwd_ok']} of {tot['samples']} ({tot['fwd_pct']:.1f}%)",
              f"- samples matching backward: {tot['bwd_ok']} of {tot['bwd_samples']} ({tot['bwd_pct']:.1f}%)",
@@ -461,7 +469,11 @@ def main(argv=None) -> int:
     p.add_argument("--out", default="", help="path prefix for <out>.json and <out>.md")
     p.add_argument("--seconds", type=float, default=SAMPLE_SECONDS,
                    help="a sample slower than this ends its op's run (the first gets 10x: kernel compilation)")
+    p.add_argument("--float32", action="store_true",
+                   help=f"float32 samples and tolerances rtol={RTOL32}, atol={ATOL32} (for devices without fp64)")
     args = p.parse_args(argv)
+    global PRECISION
+    PRECISION = torch.float32 if args.float32 else torch.float64
     from torch.testing._internal.common_methods_invocations import op_db
 
     ops = select(op_db, set(args.ops.split(",")) if args.ops else None)

@@ -75,3 +75,17 @@ def test_tolerances_follow_the_entrys_overrides():
     assert rtol >= C.RTOL and atol >= C.ATOL
     overridden = [o for o in _ops().values() if C.tolerances(o) != (C.RTOL, C.ATOL)]
     assert overridden, "some op_db entries loosen float64 tolerances"
+
+
+def test_float32_mode_for_devices_without_fp64():
+    """``--float32`` takes float32 samples and float32 tolerances (rusticl's runs), complex64 over complex128."""
+    C = _script()
+    try:
+        C.PRECISION = torch.float32
+        assert C.sample_dtype(_ops()["add"]) is torch.float32
+        assert C.sample_dtype(_ops()["view_as_real"]) is torch.complex64
+        assert C.tolerances(_ops()["add"]) >= (C.RTOL32, C.ATOL32)
+        res = C.run_op(_ops()["add"], "cpu", 2)
+        assert res.found and res.fwd_ok == 2 and res.bwd_ok == res.bwd_total == 2, res.errors
+    finally:
+        C.PRECISION = torch.float64
