@@ -30,8 +30,11 @@ def istft(input, n_fft, hop_length=None, win_length=None, window=None, center=Tr
     if not _is_complex(input):
         raise RuntimeError("istft requires a complex-valued input tensor matching the output from stft with "
                            "return_complex=True.")
-    y = _spectral.istft(_pairs(input), n_fft, hop_length, win_length, window, center, normalized, onesided, length,
-                        return_complex)
+    window_pairs = window is not None and _is_complex(window)
+    if window_pairs and not return_complex:
+        raise RuntimeError("Complex windows are incompatible with return_complex=False")
+    y = _spectral.istft(_pairs(input), n_fft, hop_length, win_length, _pairs(window) if window_pairs else window,
+                        center, normalized, onesided, length, return_complex, window_pairs)
     return _complex(y) if return_complex else y
 
 

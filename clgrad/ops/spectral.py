@@ -72,8 +72,10 @@ def _overlap_add(y, hop: int, length: int):
 
 
 def istft(p, n_fft: int, hop_length=None, win_length=None, window=None, center: bool = True,
-          normalized: bool = False, onesided=None, length=None, return_complex: bool = False):
-    """torch.istft on pairs [B?, freq, frames, 2]: a real signal [B?, L] (pairs [B?, L, 2] if ``return_complex``)."""
+          normalized: bool = False, onesided=None, length=None, return_complex: bool = False,
+          window_pairs: bool = False):
+    """torch.istft on pairs [B?, freq, frames, 2]: a real signal [B?, L] (pairs [B?, L, 2] if ``return_complex``).
+    ``window_pairs``: ``window`` is a complex window as pairs [win_length, 2] (complex output only)."""
     core._float_dtype(p, True)
     if p.dim() not in (3, 4):
         raise RuntimeError(f"istft: expected a tensor with 2 or 3 dimensions of complex dtype, but got {p.dim() - 1}")
@@ -87,28 +89,46 @@ def istft(p, n_fft: int, hop_length=None, win_length=None, window=None, center: 
         raise RuntimeError("istft: expected the frequency dimension (3rd to the last) of the input tensor to match "
                            f"{'n_fft / 2 + 1 when onesided=True' if onesided else 'n_fft when onesided=False'}, "
                            f"but got {freq}")
-    w = _window("istft", window, win, n_fft, p)
+    if window_pairs:  # a complex window: frames are multiplied by it, the envelope is w**2 (complex, as torch's)
+        wr, wi = (_window("istft", window.select(-1, k), win, n_fft, p) for k in (0, 1))
+        w, w2 = core.stack([wr, wi], -1), core.stack([wr * wr - wi * wi, 2 * wr * wi], 0)
+    else:
+        w = _window("istft", window, win, n_fft, p)
+        w2 = w * w
     norm = "ortho" if normalized else "backward"
     spec = p.transpose(1, 2)  # [B, F, freq, 2]
     total = n_fft + hop * (frames - 1)
     if return_complex:
         if onesided:
             raise RuntimeError("cannot have onesided output if window or input is complex")
-        y = core.ifft(spec, norm=norm) * w.unsqueeze(-1)  # [B, F, n_fft, 2]
+        y = core.ifft(spec, norm=norm)  # [B, F, n_fft, 2]
+        if window_pairs:
+            a, b, c, d = y.select(-1, 0), y.select(-1, 1), w.select(-1, 0), w.select(-1, 1)
+            y = core.stack([a * c - b * d, a * d + b * c], -1)
+        else:
+            y = y * w.unsqueeze(-1)
         y = _overlap_add(y.movedim(-1, 1).reshape(-1, frames, n_fft), hop, total)
         y = y.reshape(p.shape[0], 2, total).movedim(1, -1)
     else:
         half = spec if onesided else spec.narrow(2, 0, n_fft // 2 + 1)
         y = _overlap_add(core.irfft(half, n=n_fft, norm=norm) * w, hop, total)
-    env = _overlap_add((w * w).reshape(1, 1, n_fft).expand(1, frames, n_fft).contiguous(), hop, total)[0]
+    parts = w2.shape[0] if window_pairs else 1
+    env = _overlap_add(w2.reshape(parts, 1, n_fft).expand(parts, frames, n_fft).contiguous(), hop, total)
+    env = env.movedim(0, -1) if window_pairs else env[0]  # [total, 2] pairs for a complex window
     start = n_fft // 2 if center else 0
     end = start + length if length is not None else (total - n_fft // 2 if center else total)
     stop = min(end, total)
     y, env = y.narrow(1, start, max(stop - start, 0)), env.narrow(0, start, max(stop - start, 0))
-    if env.numel() and bool((env.abs() < 1e-11).any()):
+    size = env.square().sum(-1).sqrt() if window_pairs else env.abs()
+    if env.numel() and bool((size < 1e-11).any()):
         raise RuntimeError("istft: window overlap add min: 1 (the overlap-added squared window falls below 1e-11, "
                            "so the signal cannot be recovered there)")
-    y = y / (env.unsqueeze(-1) if return_complex else env)
+    if window_pairs:  # complex division by the envelope
+        a, b, e, f = y.select(-1, 0), y.select(-1, 1), env.select(-1, 0), env.select(-1, 1)
+        den = e * e + f * f
+        y = core.stack([(a * e + b * f) / den, (b * e - a * f) / den], -1)
+    else:
+        y = y / (env.unsqueeze(-1) if return_complex else env)
     if end > total:
         y = core.cat([y, core.zeros((y.shape[0], end - total) + tuple(y.shape[2:]), dtype=y.dtype,
                                     device=y.device)], 1)

@@ -303,3 +303,20 @@ def test_opinfo_samples_on_pairs(device, name):
         inp = s.input.numpy() if real_in else torch.view_as_real(s.input).numpy()
         got = getattr(F, name)(make(inp.astype(dt), device), *s.args, **s.kwargs)
         _close(got.cpu().numpy(), want.numpy(), dt)
+
+
+@pytest.mark.parametrize("kw", [{}, {"center": False, "hop_length": 3}, {"win_length": 8, "hop_length": 2}])
+def test_istft_complex_window(device, kw):
+    """A complex window multiplies each frame, and the envelope is the overlap-added complex w**2 (as torch)."""
+    torch = pytest.importorskip("torch")
+    dt = _dt(device)
+    rng = np.random.default_rng(10)
+    spec = rng.standard_normal((3, 10, 6)) + 1j * rng.standard_normal((3, 10, 6))
+    win = rng.standard_normal(kw.get("win_length", 10)) + 1j * rng.standard_normal(kw.get("win_length", 10))
+    want = torch.istft(torch.from_numpy(spec), 10, window=torch.from_numpy(win), return_complex=True, **kw)
+    cdt = "complex128" if dt == "float64" else "complex64"
+    x, w = (clgrad.tensor(a.astype(cdt), device=device) for a in (spec, win))
+    got = clgrad.istft(x, 10, window=w, return_complex=True, **kw)
+    _close(clgrad.view_as_real(got).cpu().numpy(), torch.view_as_real(want).numpy(), dt)
+    with pytest.raises(RuntimeError, match="Complex windows are incompatible with return_complex=False"):
+        clgrad.istft(x, 10, window=w)
