@@ -206,8 +206,9 @@ def from_numpy_dtype(npd) -> dtype:
 _RANK = {"b": 0, "u": 1, "i": 1, "f": 2}
 
 
-def promote_types(a: dtype, b: dtype) -> dtype:
-    """The smallest dtype both ``a`` and ``b`` convert to safely, as ``torch.promote_types``."""
+def promote_types(type1: dtype, type2: dtype) -> dtype:
+    """The smallest dtype both ``type1`` and ``type2`` convert to safely, as ``torch.promote_types``."""
+    a, b = type1, type2
     for pos, d in ((1, a), (2, b)):
         if not isinstance(d, dtype):
             raise TypeError(f"promote_types(): argument 'type{pos}' (position {pos}) must be clgrad.dtype, not {type(d).__name__}")

@@ -157,3 +157,8 @@ def test_default_dtype_against_torch(torch, default_dtype):
                 assert clgrad.result_type(x, s).name == _name(torch.result_type(t, s)), (name, a, s)
     finally:
         torch.set_default_dtype(saved)
+
+
+def test_promote_types_keywords():
+    """torch.promote_types(type1=, type2=)."""
+    assert clgrad.promote_types(type1=clgrad.int32, type2=clgrad.float16) is clgrad.float16
