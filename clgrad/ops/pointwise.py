@@ -166,23 +166,30 @@ _NO_PLAN = frozenset({"where"})  # its checks warn
 
 
 def _plan_key(op: str, operands, out, compute):
+    """The plan's key: the op, its operands' dtypes, shapes, strides, devices (as (type, index): device's own hash is
+    Python code) and index widths, the scalars' types; None where no plan applies (a tensor that autograd records)."""
     if op in _NO_PLAN:
         return None
     grad = is_grad_enabled()
-    key = [op, compute, D.get_default_dtype()]  # int tensor / float scalar promote to the default dtype
-    for x in (*operands, out):
+    key = (op, compute, D.get_default_dtype())  # int tensor / float scalar promote to the default dtype
+    for x in operands:
+        t = type(x)
+        if t in _SCALARS:
+            key += (t,)
+            continue
         s = getattr(x, "_storage", None)
-        if s is None:
-            if type(x) not in _SCALARS and x is not None:
-                return None
-            key.append(type(x))
-        elif grad and x.requires_grad:
+        if s is None or (grad and (x._requires_grad or x.grad_fn is not None)):
             return None
-        else:
-            key.append((x.dtype, x._shape, x._strides, s.device, s.size > _BIG, x is out))
+        dev = s.device
+        key += (x.dtype, x._shape, x._strides, dev.type, dev.index, s.size > _BIG, x is out)
+    if out is not None:
+        s = out._storage
+        if grad and (out._requires_grad or out.grad_fn is not None):
+            return None
+        key += (out.dtype, out._shape, out._strides, s.device.type, s.device.index, s.size > _BIG)
     if op == "pow":  # a number exponent's value picks the kernel (and negative ones fail on integers)
-        key.append(operands[1] if type(operands[1]) in _SCALARS else None)
-    return tuple(key)
+        key += (operands[1] if type(operands[1]) in _SCALARS else None,)
+    return key
 
 
 def _remember(key, out, operands, compute) -> None:
@@ -271,8 +278,8 @@ def _pow_launch(launch, picked):
 
 def _apply_tracked(op, operands, out, compute):
     fn = E.FUNCTIONS[op]
-    if out is None:
-        return fn.apply(*operands, compute=compute)
+    if out is None:  # no keyword when there is none to pass: Function.apply then binds nothing
+        return fn.apply(*operands) if compute is None else fn.apply(*operands, compute=compute)
     if any(x is out for x in operands):
         return graph.inplace(out, lambda old: fn.apply(*[old if x is out else x for x in operands], compute=compute))
     raise RuntimeError(
