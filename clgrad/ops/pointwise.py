@@ -1,6 +1,7 @@
 """Elementwise ops: promotion, device checks and broadcasting in one place, then one backend call."""
 from __future__ import annotations
 
+import functools
 import warnings
 
 import numpy as np
@@ -211,15 +212,24 @@ def _remember(key, out, operands, compute) -> None:
         _PLANS.clear()
     if not any(st is not None for st in expanded):
         expanded = None  # nothing to broadcast: the operands go to the kernel as they are
-    _PLANS[key] = (out.device, out.dtype, out._shape, out._strides, out.numel(), expanded, launch)
+    _PLANS[key] = (_maker(out.device, out.dtype, out.numel()), out.dtype, out._shape, out._strides, expanded, launch)
+
+
+def _maker(dev, dt: D.dtype, numel: int):
+    """A function of no arguments giving a new storage for a plan's result: the backend's ``empty_maker`` where it
+    has one (OpenCL: the allocator's pooled path), else its ``empty`` with the arguments bound."""
+    be = backends.get(dev)
+    if hasattr(be, "empty_maker"):
+        return be.empty_maker(dev, dt, numel)
+    return functools.partial(be.empty, dev, dt, numel)
 
 
 def _run_plan(plan, operands, out):
-    dev, dt, shape, strides, numel, expanded, launch = plan
+    make, dt, shape, strides, expanded, launch = plan
     inputs = operands if expanded is None else [
         x if st is None else Tensor._make(x._storage, x.dtype, shape, st, x._offset) for x, st in zip(operands, expanded)]
     if out is None:
-        out = Tensor._make(backends.get(dev).empty(dev, dt, numel), dt, shape, strides)
+        out = Tensor._make(make(), dt, shape, strides)
         launch(out, inputs)
     else:
         launch(out, inputs)
