@@ -179,13 +179,13 @@ def _plan_key(op: str, operands, out, compute):
             key += (t,)
             continue
         s = getattr(x, "_storage", None)
-        if s is None or (grad and (x._requires_grad or x.grad_fn is not None)):
+        if s is None or (grad and x.requires_grad):
             return None
         dev = s.device
         key += (x.dtype, x._shape, x._strides, dev.type, dev.index, s.size > _BIG, x is out)
     if out is not None:
         s = out._storage
-        if grad and (out._requires_grad or out.grad_fn is not None):
+        if grad and out.requires_grad:
             return None
         key += (out.dtype, out._shape, out._strides, s.device.type, s.device.index, s.size > _BIG)
     if op == "pow":  # a number exponent's value picks the kernel (and negative ones fail on integers)
