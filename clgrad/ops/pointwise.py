@@ -145,6 +145,8 @@ def apply(op: str, *operands, out=None, compute: D.dtype | None = None):
     key = _plan_key(op, operands, out, compute)
     if key is None:
         return _apply(op, operands, out, compute)
+    if key is _TRACKED:  # autograd records it (what _apply would find first)
+        return _apply_tracked(op, operands, out, compute)
     plan = _PLANS.get(key)
     if plan is not None:
         if out is None:
@@ -164,11 +166,13 @@ _MAX_PLANS = 4096
 _BIG = 2**31 - 1  # storages past int32 indexing get other kernels
 _SCALARS = (int, float, bool)
 _NO_PLAN = frozenset({"where"})  # its checks warn
+_TRACKED = object()  # _plan_key's answer when autograd records the op: no plan, straight to its Function
 
 
 def _plan_key(op: str, operands, out, compute):
     """The plan's key: the op, its operands' dtypes, shapes, strides, devices (as (type, index): device's own hash is
-    Python code) and index widths, the scalars' types; None where no plan applies (a tensor that autograd records)."""
+    Python code) and index widths, the scalars' types; None where no plan applies, ``_TRACKED`` where autograd records
+    the op."""
     if op in _NO_PLAN:
         return None
     grad = is_grad_enabled()
@@ -179,14 +183,16 @@ def _plan_key(op: str, operands, out, compute):
             key += (t,)
             continue
         s = getattr(x, "_storage", None)
-        if s is None or (grad and x.requires_grad):
+        if s is None:
             return None
+        if grad and x.requires_grad:
+            return _TRACKED
         dev = s.device
         key += (x.dtype, x._shape, x._strides, dev.type, dev.index, s.size > _BIG, x is out)
     if out is not None:
         s = out._storage
         if grad and out.requires_grad:
-            return None
+            return _TRACKED
         key += (out.dtype, out._shape, out._strides, s.device.type, s.device.index, s.size > _BIG)
     if op == "pow":  # a number exponent's value picks the kernel (and negative ones fail on integers)
         key += (operands[1] if type(operands[1]) in _SCALARS else None,)
