@@ -133,6 +133,8 @@ def test_scalar_changes_between_calls_reach_the_kernel(device):
             want = host * np.float32(k)
         np.testing.assert_array_equal(got, want)
         np.testing.assert_array_equal(np.signbit(got), np.signbit(want))
+    for k in (np.float64(0.0), np.float64(-0.0), np.float32(-0.0), np.float32(0.0)):  # numpy zeros too
+        np.testing.assert_array_equal(np.signbit((t * k).cpu().numpy()), np.signbit(host * np.float32(k)))
 
 
 def test_int_scalars_wrap_as_before(device):

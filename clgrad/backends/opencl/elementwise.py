@@ -2,8 +2,6 @@
 of any layout, and the generated kernels of ``clgrad.compile``, from ``kernels/elementwise.cl.mako``."""
 from __future__ import annotations
 
-import math
-
 import numpy as np
 
 from ... import dtypes as D
@@ -243,7 +241,8 @@ def _direct_launch(locked, queue, gsize, lsize, values, arg_dtypes, slots, op, c
 
 
 def _same_scalar(x, seen) -> bool:
-    """Whether Python scalar ``x`` is the one ``seen`` ((type, value) or None) by type and value, -0.0 apart from 0.0."""
+    """Whether scalar ``x`` is the one ``seen`` ((type, value) or None) by type and value, -0.0 apart from 0.0 (for
+    every float type, numpy's included: a zero that is not an int compares by its repr)."""
     if seen is None or type(x) is not seen[0] or not x == seen[1]:
         return False
-    return x != 0 or type(x) is not float or math.copysign(1.0, x) == math.copysign(1.0, seen[1])
+    return x != 0 or type(x) in (int, bool) or repr(x) == repr(seen[1])
