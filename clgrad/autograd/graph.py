@@ -76,6 +76,9 @@ def connect(ctx, args, outputs, is_view: bool = False):
     return result[0] if single else tuple(result)
 
 
+_SAVED_NONE = SavedTensor(None)  # nothing saved in a slot: one shared, never-changing record
+
+
 def _connect_new(ctx, args, out, d):
     """``connect`` for the common case (every elementwise op): one new float tensor out (nothing in its
     ``__dict__``: no grad_fn, view, or retain_grad yet), nothing dirty or non-differentiable. Same result."""
@@ -86,8 +89,8 @@ def _connect_new(ctx, args, out, d):
     ctx._output_meta = ((out._shape, out.dtype, out.device),)
     to_save = d.pop("_to_save", None)
     if to_save:
-        ctx._saved = [SavedTensor(None) if t is None else SavedTensor(t, output_nr=0) if t is out
-                      else SavedTensor(t) for t in to_save]
+        ctx._saved = [_SAVED_NONE if t is None else SavedTensor(t, output_nr=0) if t is out else SavedTensor(t)
+                      for t in to_save]
     else:
         ctx._saved = ()
     return out
