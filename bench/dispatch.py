@@ -1,23 +1,30 @@
 """Eager dispatch overhead: microseconds per op on 16-element tensors, with no synchronize inside the loop.
 
-    python bench/dispatch.py [--device opencl:N] [--quick] [--smoke] [--json out.json]
+    python bench/dispatch.py [--device opencl:N] [--quick] [--smoke] [--json out.json] [--breakdown]
 
 Each sample queues thousands of ops and stops the clock before the synchronize that follows, so the time per op
 is the host's: clgrad's Python path plus the OpenCL enqueue. The "drained" row keeps the synchronize inside the
 sample, showing how fast the device retires tiny kernels. The reference is a raw pyopencl kernel call with one
 work-item per element on preallocated buffers: the floor for any OpenCL framework.
+
+``--breakdown`` (OpenCL devices) then prints where the microseconds of ``a + b`` go: the same op with its cached
+launch stubbed out (clgrad's Python alone), recorded for autograd with and without the launch, and the raw and
+pre-bound enqueues, best-of and median over alternating samples of 500 ops (each sample synchronized).
 """
 from __future__ import annotations
 
 import os
 import sys
+import time
 
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import pyopencl as cl  # noqa: E402
 from common import Bench, RawCL, at_most  # noqa: E402
 
 import clgrad  # noqa: E402
+from clgrad.ops import pointwise  # noqa: E402
 
 RAW_ADD = """
 __kernel void add_raw(__global float *out, __global const float *a, __global const float *b) {
@@ -27,8 +34,40 @@ __kernel void add_raw(__global float *out, __global const float *a, __global con
 """
 
 
+def breakdown(b: Bench, raw: RawCL, kernel, bufs, ca, cb, cg) -> None:
+    """Alternating best-of/median timings of ``a + b``'s layers (the Python path with its launch stubbed out)."""
+    ca + cb
+    key = pointwise._plan_key("add", (ca, cb), None, None)
+    plan = pointwise._PLANS[key]
+    stub = plan[:-1] + (lambda out, inputs: None,)  # the plan's last item is its launch
+    bound = cl.Kernel(kernel.program, kernel.function_name)
+    bound.set_args(*bufs)
+    rows = [("raw pyopencl kernel call", lambda: kernel(raw.queue, (16,), None, *bufs), None),
+            ("pre-bound enqueue (args set once)", lambda: cl.enqueue_nd_range_kernel(raw.queue, bound, (16,), None), None),
+            ("a + b", lambda: ca + cb, plan), ("a + b, launch stubbed out", lambda: ca + cb, stub),
+            ("a + b tracked", lambda: cg + cb, plan), ("a + b tracked, launch stubbed out", lambda: cg + cb, stub),
+            ("plan key", lambda: pointwise._plan_key("add", (ca, cb), None, None), None)]
+    times: dict = {name: [] for name, _, _ in rows}
+    for _ in range(b.pick(1, 7, 15)):
+        for name, fn, use in rows:
+            if use is not None:
+                pointwise._PLANS[key] = use
+            start = time.perf_counter()
+            for _ in range(500):
+                fn()
+            times[name].append((time.perf_counter() - start) / 500 * 1e6)
+            raw.sync()
+            b.sync()
+    pointwise._PLANS[key] = plan
+    print("\n| layer (16-element a + b) | best us | median us |\n|---|---|---|")
+    for name, got in times.items():
+        got.sort()
+        print(f"| {name} | {got[0]:.2f} | {got[len(got) // 2]:.2f} |")
+
+
 def main(argv=None) -> Bench:
-    b = Bench(__doc__, __file__, argv)
+    b = Bench(__doc__, __file__, argv, add_args=lambda ap: ap.add_argument(
+        "--breakdown", action="store_true", help="also print where the microseconds of a + b go (OpenCL)"))
     d, T = b.device, b.torch
     x = np.arange(16, dtype=np.float32)
     ca, cb = clgrad.tensor(x, device=d), clgrad.tensor(x + 1, device=d)
@@ -76,6 +115,8 @@ def main(argv=None) -> Bench:
                           ref_sync=ref_sync, warmup=3)
         b.add(name, times, ref_name="raw pyopencl add kernel call")
     b.finish()
+    if b.args.breakdown and b.on_cl:
+        breakdown(b, raw, kernel, bufs, ca, cb, cg)
     return b
 
 

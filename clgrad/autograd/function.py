@@ -10,7 +10,7 @@ import functools
 import inspect
 import traceback
 
-from ..tensor import is_tensor
+from ..tensor import Tensor, is_tensor
 from . import grad_mode
 from .grad_mode import is_grad_enabled
 from .graph import connect
@@ -76,7 +76,7 @@ class Function:
         if kwargs:
             args, kwargs = cls._bind(args, kwargs)
         ctx = cls._backward_cls()
-        needs = tuple([is_tensor(a) and a.requires_grad for a in args]) if is_grad_enabled() else ()
+        needs = tuple([isinstance(a, Tensor) and a.requires_grad for a in args]) if is_grad_enabled() else ()
         track = True in needs
         ctx.needs_input_grad = needs if track else (False,) * len(args)
         prev = grad_mode.set_enabled(False)  # forward runs untracked (cheaper than a no_grad object)

@@ -4,7 +4,7 @@ from __future__ import annotations
 import traceback
 import weakref
 
-from ..tensor import is_tensor
+from ..tensor import Tensor, is_tensor
 from .grad_mode import is_grad_enabled, set_enabled
 from .nodes import ANOMALY, AccumulateGrad, SavedTensor
 from .view_rules import AsStridedBackward0, CopySlices, geometry
@@ -16,7 +16,7 @@ def gradient_edge(t):
     A leaf holds its ``AccumulateGrad`` weakly (the graph holds it strongly), so a leaf and its
     accumulator don't keep each other alive, and every graph built from the leaf shares one accumulator.
     """
-    if not is_tensor(t):
+    if not isinstance(t, Tensor):
         return (None, 0)
     fn = t.grad_fn
     if fn is not None:
@@ -33,12 +33,16 @@ def gradient_edge(t):
 
 def connect(ctx, args, outputs, is_view: bool = False):
     """Make ``ctx`` the grad_fn of ``outputs`` and record edges to ``args``' producers."""
+    d = ctx.__dict__
+    if (type(outputs) is Tensor and not outputs.__dict__ and not is_view and "_dirty" not in d
+            and "_non_differentiable" not in d and outputs.dtype.is_floating_point
+            and not any(outputs is a for a in args)):
+        return _connect_new(ctx, args, outputs, d)
     edges = ctx._edges = tuple([gradient_edge(a) if is_tensor(a) else None for a in args])
     ctx.next_functions = tuple([e for e in edges if e is not None])
     ctx._input_meta = tuple([(a._shape, a.dtype, a.device) if is_tensor(a) else None for a in args])
     single = not isinstance(outputs, tuple)
     outs = (outputs,) if single else outputs
-    d = ctx.__dict__
     dirty = {id(t) for t in d["_dirty"]} if "_dirty" in d else ()
     non_diff = d.get("_non_differentiable", ())
     result, dirty_views = [], []
@@ -70,6 +74,26 @@ def connect(ctx, args, outputs, is_view: bool = False):
         if out.__dict__.get("_grad_fn") is ctx:
             rebase_view(out._base, out, out)
     return result[0] if single else tuple(result)
+
+
+_SAVED_NONE = SavedTensor(None)  # nothing saved in a slot: one shared, never-changing record
+
+
+def _connect_new(ctx, args, out, d):
+    """``connect`` for the common case (every elementwise op): one new float tensor out (nothing in its
+    ``__dict__``: no grad_fn, view, or retain_grad yet), nothing dirty or non-differentiable. Same result."""
+    edges = ctx._edges = tuple([gradient_edge(a) if isinstance(a, Tensor) else None for a in args])
+    ctx.next_functions = tuple([e for e in edges if e is not None])
+    ctx._input_meta = tuple([(a._shape, a.dtype, a.device) if isinstance(a, Tensor) else None for a in args])
+    out.__dict__["_grad_fn"] = ctx  # output 0: the class default of _output_nr
+    ctx._output_meta = ((out._shape, out.dtype, out.device),)
+    to_save = d.pop("_to_save", None)
+    if to_save:
+        ctx._saved = [_SAVED_NONE if t is None else SavedTensor(t, output_nr=0) if t is out else SavedTensor(t)
+                      for t in to_save]
+    else:
+        ctx._saved = ()
+    return out
 
 
 def _move_retain(t, old_fn, old_nr) -> None:

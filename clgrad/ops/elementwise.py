@@ -9,7 +9,7 @@ from __future__ import annotations
 from ..autograd.function import Function, variant
 from ..registry.elementwise import NONDIFF, OPS
 from ..registry.special_fns import Unimplemented
-from ..tensor import is_tensor
+from ..tensor import Tensor, is_tensor
 from . import pointwise as P
 
 _apply = Function.apply.__func__  # the plain apply, for dispatchers that pick a variant class first
@@ -34,7 +34,7 @@ class Elementwise(Function):
         keep = _kept(rec, ctx.needs_input_grad) if rec.saves in ("inputs", "both") else ()
         ctx.save_for_backward(*[x if k in keep and is_tensor(x) else None for k, x in enumerate(operands)],
                               out if rec.saves in ("out", "both") else None)
-        ctx.scalars = tuple(None if is_tensor(x) else x for x in operands)
+        ctx.scalars = tuple([None if isinstance(x, Tensor) else x for x in operands])
         return out
 
     @classmethod

@@ -1,6 +1,7 @@
 """Elementwise ops: promotion, device checks and broadcasting in one place, then one backend call."""
 from __future__ import annotations
 
+import functools
 import warnings
 
 import numpy as np
@@ -163,6 +164,8 @@ def apply(op: str, *operands, out=None, compute: D.dtype | None = None):
     key = _plan_key(op, operands, out, compute)
     if key is None:
         return _apply(op, operands, out, compute)
+    if key is _TRACKED:  # autograd records it (what _apply would find first)
+        return _apply_tracked(op, operands, out, compute)
     plan = _PLANS.get(key)
     if plan is not None:
         if out is None:
@@ -182,26 +185,42 @@ _MAX_PLANS = 4096
 _BIG = 2**31 - 1  # storages past int32 indexing get other kernels
 _SCALARS = (int, float, bool)
 _NO_PLAN = frozenset({"where"})  # its checks warn
+_TRACKED = object()  # _plan_key's answer when autograd records the op: no plan, straight to its Function
 
 
 def _plan_key(op: str, operands, out, compute):
+    """The plan's key: the op, its operands' dtypes, shapes, strides, devices (as (type, index): device's own hash is
+    Python code) and index widths, the scalars' types; None where no plan applies, ``_TRACKED`` where autograd records
+    the op."""
     if op in _NO_PLAN:
         return None
     grad = is_grad_enabled()
-    key = [op, compute, D.get_default_dtype()]  # int tensor / float scalar promote to the default dtype
-    for x in (*operands, out):
+    key = (op, compute, D.get_default_dtype())  # int tensor / float scalar promote to the default dtype
+    tracked = False
+    for x in operands:
+        t = type(x)
+        if t in _SCALARS:
+            key += (t,)
+            continue
         s = getattr(x, "_storage", None)
         if s is None:
-            if type(x) not in _SCALARS and x is not None:
-                return None
-            key.append(type(x))
-        elif (grad and x.requires_grad) or x.dtype.kind == "c":
             return None
-        else:
-            key.append((x.dtype, x._shape, x._strides, s.device, s.size > _BIG, x is out))
+        if x.dtype.kind == "c":  # complex operands take their compositions (ops/complex.py), never a plan
+            return None
+        tracked = tracked or (grad and x.requires_grad)
+        dev = s.device
+        key += (x.dtype, x._shape, x._strides, dev.type, dev.index, s.size > _BIG, x is out)
+    if out is not None:
+        s = out._storage
+        if out.dtype.kind == "c":
+            return None
+        tracked = tracked or (grad and out.requires_grad)
+        key += (out.dtype, out._shape, out._strides, s.device.type, s.device.index, s.size > _BIG)
+    if tracked:
+        return _TRACKED
     if op == "pow":  # a number exponent's value picks the kernel (and negative ones fail on integers)
-        key.append(operands[1] if type(operands[1]) in _SCALARS else None)
-    return tuple(key)
+        key += (operands[1] if type(operands[1]) in _SCALARS else None,)
+    return key
 
 
 def _remember(key, out, operands, compute) -> None:
@@ -223,15 +242,24 @@ def _remember(key, out, operands, compute) -> None:
         _PLANS.clear()
     if not any(st is not None for st in expanded):
         expanded = None  # nothing to broadcast: the operands go to the kernel as they are
-    _PLANS[key] = (out.device, out.dtype, out._shape, out._strides, out.numel(), expanded, launch)
+    _PLANS[key] = (_maker(out.device, out.dtype, out.numel()), out.dtype, out._shape, out._strides, expanded, launch)
+
+
+def _maker(dev, dt: D.dtype, numel: int):
+    """A function of no arguments giving a new storage for a plan's result: the backend's ``empty_maker`` where it
+    has one (OpenCL: the allocator's pooled path), else its ``empty`` with the arguments bound."""
+    be = backends.get(dev)
+    if hasattr(be, "empty_maker"):
+        return be.empty_maker(dev, dt, numel)
+    return functools.partial(be.empty, dev, dt, numel)
 
 
 def _run_plan(plan, operands, out):
-    dev, dt, shape, strides, numel, expanded, launch = plan
+    make, dt, shape, strides, expanded, launch = plan
     inputs = operands if expanded is None else [
         x if st is None else Tensor._make(x._storage, x.dtype, shape, st, x._offset) for x, st in zip(operands, expanded)]
     if out is None:
-        out = Tensor._make(backends.get(dev).empty(dev, dt, numel), dt, shape, strides)
+        out = Tensor._make(make(), dt, shape, strides)
         launch(out, inputs)
     else:
         launch(out, inputs)
@@ -292,8 +320,8 @@ def _pow_launch(launch, picked):
 
 def _apply_tracked(op, operands, out, compute):
     fn = E.FUNCTIONS[op]
-    if out is None:
-        return fn.apply(*operands, compute=compute)
+    if out is None:  # no keyword when there is none to pass: Function.apply then binds nothing
+        return fn.apply(*operands) if compute is None else fn.apply(*operands, compute=compute)
     if any(x is out for x in operands):
         return graph.inplace(out, lambda old: fn.apply(*[old if x is out else x for x in operands], compute=compute))
     raise RuntimeError(

@@ -119,3 +119,88 @@ def test_threads_launching_the_same_kernel(device):
     for t in threads:
         t.join()
     assert not errors
+
+
+# ---- the direct launch path (backends/opencl/elementwise.py ``_direct_launch``): a cached launch sets on its own
+# kernel clone only the arguments that changed since its last call, so each case changes one of them between calls
+
+def test_scalar_changes_between_calls_reach_the_kernel(device):
+    t = clgrad.tensor([1.0, -2.0, 3.0], device=device)
+    host = np.array([1.0, -2.0, 3.0], np.float32)
+    for k in (0.0, -0.0, 0.0, 2.5, 2.5, float("inf"), -1e300, 7.0):  # -0.0 == 0.0, yet the product's sign differs
+        got = (t * k).cpu().numpy()
+        with np.errstate(all="ignore"):
+            want = host * np.float32(k)
+        np.testing.assert_array_equal(got, want)
+        np.testing.assert_array_equal(np.signbit(got), np.signbit(want))
+    for k in (np.float64(0.0), np.float64(-0.0), np.float32(-0.0), np.float32(0.0)):  # numpy zeros too
+        np.testing.assert_array_equal(np.signbit((t * k).cpu().numpy()), np.signbit(host * np.float32(k)))
+
+
+def test_int_scalars_wrap_as_before(device):
+    t = clgrad.tensor([1, 2, 3], dtype=clgrad.int32, device=device)
+    for k in (3, 3, -4, 2**31 - 1, 5):
+        assert_close(t + k, (np.array([1, 2, 3], np.int64) + k).astype(np.int32))
+
+
+def test_offsets_change_and_return(device):
+    host = np.arange(12, dtype=np.float32)
+    t = clgrad.tensor(host, device=device)
+    for start in (0, 4, 4, 8, 0):  # one plan: each call's out and input offsets follow the view
+        assert_close(t[start:start + 4] + t[8 - start:12 - start], host[start:start + 4] + host[8 - start:12 - start])
+        out = clgrad.zeros(12, device=device)
+        clgrad.mul(t[start:start + 4], 2.0, out=out[start:start + 4])
+        want = np.zeros(12, np.float32)
+        want[start:start + 4] = host[start:start + 4] * 2
+        assert_close(out, want)
+
+
+def test_threads_share_a_cached_launch(device):
+    """Threads running the same plan with their own scalars and buffers each get their own answer (the clone's
+    set-arguments-then-enqueue is serialized)."""
+    import threading
+
+    host = np.arange(64, dtype=np.float32)
+    t = clgrad.tensor(host, device=device)
+    t + 1.0  # the plan exists before the threads start
+    errors = []
+
+    def work(k):
+        try:
+            for i in range(50):
+                got = (t + float(k * 100 + i)).cpu().numpy()
+                np.testing.assert_array_equal(got, host + np.float32(k * 100 + i))
+        except AssertionError as exc:  # pragma: no cover - a failure is reported below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=work, args=(k,)) for k in range(4)]
+    for th in threads:
+        th.start()
+    for th in threads:
+        th.join()
+    assert not errors, errors[0]
+
+
+def test_plan_results_count_in_the_allocator(device):
+    if not device.startswith("opencl"):
+        pytest.skip("the OpenCL allocator")
+    a = clgrad.ones(16, device=device)
+    a + a  # the plan (and its maker) exist now
+    before = clgrad.opencl.memory_allocated(device)
+    results = [a + a for _ in range(3)]
+    assert clgrad.opencl.memory_allocated(device) == before + 3 * 512  # 64 bytes each, rounded to 512
+    assert len({id(r._storage.data) for r in results}) == 3
+    del results
+    assert clgrad.opencl.memory_allocated(device) == before
+    assert_close(a + a, np.full(16, 2.0, np.float32))
+
+
+def test_profiler_still_sees_cached_launches(device):
+    if not device.startswith("opencl"):
+        pytest.skip("OpenCL kernel events")
+    a = clgrad.ones(16, device=device)
+    a + a
+    with clgrad.profiler.profile() as prof:
+        r = a + a
+    assert_close(r, np.full(16, 2.0, np.float32))
+    assert any("add" in e.name for e in prof.events())

@@ -65,6 +65,27 @@ class CachingAllocator:
             self.adopt(graph, buf, size)
         return buf, size
 
+    def maker(self, nbytes: int, wrap):
+        """A function returning ``wrap(buffer, free)`` for a new buffer of ``nbytes`` (positive) each call, ``free()``
+        giving it back: a cached elementwise plan's allocation, with the size rounded once and, outside a capture,
+        a pooled buffer taken straight from its bucket."""
+        size = round_size(nbytes)
+        pool, free, malloc = self.pool, self.free, self.malloc
+
+        def make():
+            bucket = pool.get(size)
+            if bucket and self.capturing is None:
+                buf = bucket.pop()
+                self.cached -= size
+                self.allocated += size
+                if self.allocated > self.peak:
+                    self.peak = self.allocated
+            else:
+                buf = malloc(nbytes)[0]
+            return wrap(buf, lambda: free(buf, size))
+
+        return make
+
     def free(self, buf, size: int) -> None:
         self.allocated -= size
         graph = self.owners.get(id(buf), self.capturing) if self.owners or self.capturing else None

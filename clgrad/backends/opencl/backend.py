@@ -60,6 +60,11 @@ class OpenCLBackend:
         buf, rounded = alloc.malloc(size * dt.itemsize)
         return Storage(dev, dt, size, buf, lambda: alloc.free(buf, rounded))
 
+    def empty_maker(self, dev: device, dt: D.dtype, size: int):
+        """``empty(dev, dt, size)`` as a function of no arguments, checked once (cached elementwise plans)."""
+        self.check_dtype(runtime.get(dev.index), dt)
+        return runtime.get(dev.index).allocator.maker(size * dt.itemsize, lambda buf, free: Storage(dev, dt, size, buf, free))
+
     def write(self, storage: Storage, host: np.ndarray, offset: int = 0) -> None:
         """Copy ``host`` (converted to the storage's dtype, C order) into the storage from element ``offset``."""
         host = pairs(host)

@@ -196,6 +196,29 @@ class LockedKernel:
         return getattr(self.kernel, attr)
 
 
+class Bound:
+    """A private clone of a ``LockedKernel``'s kernel for one launch layout: ``args`` (None where a call fills the
+    argument in) are set on it once, and ``enqueue(queue, kernel, gsize, lsize)`` launches whatever is set. Its own lock
+    serializes set-then-enqueue, as LockedKernel's does. Only for eager launches: see ``direct_off``."""
+
+    __slots__ = ("kernel", "lock", "enqueue")
+
+    def __init__(self, locked: LockedKernel, args: list):
+        import pyopencl as cl
+
+        self.kernel, self.lock = locked.kernel.clone(), threading.Lock()
+        for i, value in enumerate(args):
+            if value is not None:
+                self.kernel.set_arg(i, value)
+        self.enqueue = cl.enqueue_nd_range_kernel
+
+
+def direct_off() -> bool:
+    """Whether launches must go through ``LockedKernel.__call__`` (a graph capture, a ``clgrad.compile`` trace or
+    the profiler is watching), rather than a ``Bound`` kernel's direct enqueue."""
+    return capture.active is not None or tracing is not None or _recorder is not None
+
+
 class RecordedKernel:
     """A kernel that reports each launch to the profiler: the same call, plus its event and host time."""
 
