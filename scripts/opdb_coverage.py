@@ -351,7 +351,8 @@ def run_sample(op, fn, sample, device) -> tuple[str, str | None]:
     except Exception as e:  # noqa: BLE001 - every failure is a finding, reported by kind
         return fwd, "backward " + error_kind(e)
     exp = [g if g is not None else torch.zeros_like(t) for g, t in zip(grads, ins)]
-    act = [g if g is not None else clgrad.zeros(tuple(t.shape), dtype=clgrad.float64) for g, t in zip(cl_grads, ins)]
+    act = [g if g is not None else clgrad.zeros(tuple(t.shape), dtype=getattr(clgrad, str(t.dtype)[6:]))
+           for g, t in zip(cl_grads, ins)]  # a missing gradient is zeros of the input's dtype, as torch's above
     bwd = compare(flat_outputs(exp), flat_outputs(act), rtol, atol)
     return fwd, ("grad " + bwd if bwd else "")
 
