@@ -34,8 +34,8 @@ def tensor_first(namespace: dict, names) -> None:
     """Wrap each function ``namespace[name]`` whose first parameter is positional (``input``, ``self``, ...)."""
     for name in dict.fromkeys(names):
         fn = namespace.get(name)
-        if not inspect.isfunction(fn) or getattr(fn, "__wrapped__", None) is not None:
-            continue
+        if not inspect.isfunction(fn) or getattr(fn, "_tensor_first", False):
+            continue  # (other wrappers, e.g. autocast's policies, are wrapped too)
         params = list(inspect.signature(fn).parameters.values())
         if params and params[0].kind in _POSITIONAL:
             namespace[name] = _checked(fn, params[0].name)
@@ -56,4 +56,5 @@ def _checked(fn, arg: str):
                 f"{fn.__name__}(): argument '{arg}' (position 1) must be Tensor, not {type(x).__name__}"
             ) from None
 
+    checked._tensor_first = True
     return checked
