@@ -108,7 +108,7 @@ def main(argv=None):
 
     b = Bench(__doc__, __file__, argv)
     kinds = [("a+b op", "tiny", None, None)] if b.smoke else [
-        ("MNIST step", "mnist", 10.0, 1.0), ("RNN step", "rnn", 3.0, None)]
+        ("MNIST step", "mnist", 5.0, 0.3), ("RNN step", "rnn", 3.0, None)]
     warm_runs = min(b.repeats, 3)
     with tempfile.TemporaryDirectory(prefix="clgrad-startup-") as tmp:
         for label, kind, cold_limit, warm_limit in kinds:
