@@ -34,14 +34,16 @@ inline void rotate_cols(__global T *X, IDX ld, IDX k, IDX p, IDX q, T c, T s) {
 
 % if kind == "eigh":
 __kernel void ${name}(__global T *a_all, __global T *w_all, __global T *v_all, __global T *cs_all, IDX n,
-                      int max_sweeps)
+                      int max_sweeps, int stage)
 {
     const IDX g = get_group_id(0), lid = get_local_id(0), L = get_local_size(0);
     __global T *A = a_all + g * n * n, *V = v_all + g * n * n, *w = w_all + g * n;
     const IDX N = n + (n & 1), P = N / 2;
     __global T *C = cs_all + g * 2 * P, *S = C + P;
     __local int rotated;
-    for (IDX i = lid; i < n * n; i += L) V[i] = (i / n == i % n) ? 1 : 0;
+    if (stage & 1) {  // the first launch of a factorization: V = I (later launches continue the sweeps)
+        for (IDX i = lid; i < n * n; i += L) V[i] = (i / n == i % n) ? 1 : 0;
+    }
     int active = n > 1;
     for (int sweep = 0; sweep < max_sweeps; ++sweep) {
         if (active) {
@@ -87,6 +89,7 @@ __kernel void ${name}(__global T *a_all, __global T *w_all, __global T *v_all, _
             barrier(CLK_LOCAL_MEM_FENCE);  // every work-item has read the flag before work-item 0 resets it
         }
     }
+    if (!(stage & 2)) return;  // not the last launch: the sweeps continue in the next one (uniform: no barrier skipped)
     for (IDX i = lid; i < n; i += L) w[i] = A[i * n + i];
     barrier(CLK_GLOBAL_MEM_FENCE);
     if (lid == 0) {  // selection sort, ascending, carrying V's columns
@@ -104,14 +107,16 @@ __kernel void ${name}(__global T *a_all, __global T *w_all, __global T *v_all, _
 }
 % elif kind == "svd":
 __kernel void ${name}(__global T *a_all, __global T *s_all, __global T *v_all, __global T *cs_all, IDX m, IDX n,
-                      int max_sweeps)
+                      int max_sweeps, int stage)
 {
     const IDX g = get_group_id(0), lid = get_local_id(0), L = get_local_size(0);
     __global T *A = a_all + g * m * n, *V = v_all + g * n * n, *s = s_all + g * n;
     const IDX N = n + (n & 1), P = N / 2;
     __global T *C = cs_all + g * 2 * P, *S = C + P;
     __local int rotated;
-    for (IDX i = lid; i < n * n; i += L) V[i] = (i / n == i % n) ? 1 : 0;
+    if (stage & 1) {  // the first launch of a factorization: V = I (later launches continue the sweeps)
+        for (IDX i = lid; i < n * n; i += L) V[i] = (i / n == i % n) ? 1 : 0;
+    }
     int active = n > 1;
     for (int sweep = 0; sweep < max_sweeps; ++sweep) {
         if (active) {
@@ -150,6 +155,7 @@ __kernel void ${name}(__global T *a_all, __global T *s_all, __global T *v_all, _
             barrier(CLK_LOCAL_MEM_FENCE);  // every work-item has read the flag before work-item 0 resets it
         }
     }
+    if (!(stage & 2)) return;  // not the last launch: the sweeps continue in the next one (uniform: no barrier skipped)
     for (IDX j = lid; j < n; j += L) {
         T acc = 0;
         for (IDX k = 0; k < m; ++k) acc += A[k * n + j] * A[k * n + j];

@@ -167,3 +167,21 @@ def test_long_loops_without_forcing(device):
     assert_close(F.layer_norm(_t(a, device), (70001,)), ln, rtol=1e-3, atol=1e-3)
     b = np.random.standard_normal((70001, 3)).astype(np.float32)
     assert_close(_t(a, device) @ _t(b, device), (a.astype(np.float64) @ b).astype(np.float32), rtol=1e-3, atol=1e-2)
+
+
+@pytest.mark.parametrize("n", [8, 16])
+def test_jacobi_eigh_and_svd_split_their_sweeps(limited, device, n):
+    """Under a loop limit the Jacobi kernels run a few sweeps per launch, carrying A and V over (several launches
+    here), and give the same factorizations; a matrix whose one sweep and sort would not fit is refused."""
+    rng = np.random.default_rng(n)
+    a = rng.standard_normal((2, n, n)).astype(np.float32)
+    x = _t(a, device)
+    U, S, Vh = clgrad.linalg.svd(x, full_matrices=False)
+    np.testing.assert_allclose(((U * S.unsqueeze(-2)) @ Vh).cpu().numpy(), a, atol=2e-5 * n)
+    np.testing.assert_allclose(S.cpu().numpy(), np.linalg.svd(a, compute_uv=False), rtol=1e-4, atol=1e-5)
+    sym = a @ a.transpose(0, 2, 1)
+    w, V = clgrad.linalg.eigh(_t(sym, device))
+    np.testing.assert_allclose(w.cpu().numpy(), np.linalg.eigvalsh(sym), rtol=1e-4, atol=1e-4)
+    np.testing.assert_allclose(((V * w.unsqueeze(-2)) @ V.mT).cpu().numpy(), sym, atol=1e-4 * n * n)
+    with pytest.raises(RuntimeError, match="linalg.svd of 40x40 would loop about"):
+        clgrad.linalg.svd(_t(rng.standard_normal((40, 40)).astype(np.float32), device))
