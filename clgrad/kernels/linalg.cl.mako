@@ -9,6 +9,11 @@
 ## kind "svd": one-sided (Hestenes) Jacobi on A [m, n], m >= n -> A V with orthogonal columns, s (their norms,
 ## descending), V; the columns are permuted with s.
 ## cs: a scratch of 2 * (N / 2) values per matrix (the round's cosines and sines).
+## kind "getrf": unblocked LU with partial pivoting of columns k..e-1 (rows k..m-1) of A [m, c], whole rows swapped
+## (LAPACK's getf2: the first largest |value| pivots, a zero pivot is skipped); piv [kmin] gets the 1-based rows.
+## kind "potrf": unblocked lower Cholesky of the diagonal block A[k:e, k:e] of A [n, n] (NaN when not PD).
+## Both loop over the columns inside one launch (barriers between the steps, ``wg`` work-items a power of
+## two), and contraction to fma is off so that the values round as the composed ops' (ops/linalg_lu.py) do.
 <%namespace name="cl" file="prelude.cl.mako"/>\
 ${cl.header(fp64, idx_t)}\
 #define T ${ctype}
@@ -170,6 +175,79 @@ __kernel void ${name}(__global T *a_all, __global T *s_all, __global T *v_all, _
                 }
             }
         }
+    }
+}
+% elif kind == "getrf":
+// does |value| v at row i pivot before bv at row bi? NaN first (as argmax), then the larger, then the first row
+inline int beats(T v, IDX i, T bv, IDX bi) {
+    if (isnan(bv)) return isnan(v) && i < bi;
+    return isnan(v) || v > bv || (v == bv && i < bi);
+}
+
+__kernel void ${name}(__global T *a_all, __global int *piv_all, IDX m, IDX c, IDX kmin, IDX k, IDX e)
+{
+    #pragma OPENCL FP_CONTRACT OFF
+    const IDX g = get_group_id(0), lid = get_local_id(0), L = get_local_size(0);
+    __global T *A = a_all + g * m * c;
+    __global int *piv = piv_all + g * kmin;
+    __local T best_v[${wg}];
+    __local IDX best_i[${wg}];
+    for (IDX j = k; j < e; ++j) {
+        T bv = -1;
+        IDX bi = m;
+        for (IDX r = j + lid; r < m; r += L) {
+            const T v = fabs(A[r * c + j]);
+            if (beats(v, r, bv, bi)) { bv = v; bi = r; }
+        }
+        best_v[lid] = bv;
+        best_i[lid] = bi;
+        barrier(CLK_LOCAL_MEM_FENCE);
+        for (IDX s = L / 2; s > 0; s >>= 1) {
+            if (lid < s && beats(best_v[lid + s], best_i[lid + s], best_v[lid], best_i[lid])) {
+                best_v[lid] = best_v[lid + s];
+                best_i[lid] = best_i[lid + s];
+            }
+            barrier(CLK_LOCAL_MEM_FENCE);
+        }
+        const IDX p = best_i[0];
+        if (lid == 0) piv[j] = (int)(p + 1);
+        if (p != j) {
+            for (IDX l = lid; l < c; l += L) {
+                const T x = A[j * c + l];
+                A[j * c + l] = A[p * c + l];
+                A[p * c + l] = x;
+            }
+        }
+        barrier(CLK_GLOBAL_MEM_FENCE | CLK_LOCAL_MEM_FENCE);
+        const T d = A[j * c + j];
+        const T div = d != 0 ? d : (T)1;
+        for (IDX r = j + 1 + lid; r < m; r += L) A[r * c + j] /= div;
+        barrier(CLK_GLOBAL_MEM_FENCE);
+        const IDX w = e - j - 1;
+        for (IDX t = lid; t < (m - j - 1) * w; t += L) {
+            const IDX r = j + 1 + t / w, l = j + 1 + t % w;
+            A[r * c + l] -= A[r * c + j] * A[j * c + l];
+        }
+        barrier(CLK_GLOBAL_MEM_FENCE);
+    }
+}
+% elif kind == "potrf":
+__kernel void ${name}(__global T *a_all, IDX n, IDX k, IDX e)
+{
+    #pragma OPENCL FP_CONTRACT OFF
+    const IDX g = get_group_id(0), lid = get_local_id(0), L = get_local_size(0);
+    __global T *A = a_all + g * n * n;
+    for (IDX j = k; j < e; ++j) {
+        const T s = sqrt(A[j * n + j]);
+        barrier(CLK_GLOBAL_MEM_FENCE);  // every work-item has read the diagonal before it is divided
+        for (IDX r = j + lid; r < e; r += L) A[r * n + j] /= s;
+        barrier(CLK_GLOBAL_MEM_FENCE);
+        const IDX w = e - j - 1;
+        for (IDX t = lid; t < w * w; t += L) {  // the lower triangle only: the caller keeps A's lower triangle
+            const IDX r = j + 1 + t / w, l = j + 1 + t % w;
+            if (l <= r) A[r * n + l] -= A[r * n + j] * A[l * n + j];
+        }
+        barrier(CLK_GLOBAL_MEM_FENCE);
     }
 }
 % endif

@@ -7,8 +7,9 @@ The algorithms are blocked so that the launch count does not grow with n^2 or n^
 - a triangular solve inverts the 64x64 diagonal blocks all at once by recursive doubling (log2(64) = 6 levels of
   two batched matmuls: inv([[A, 0], [C, B]]) = [[A^-1, 0], [-B^-1 C A^-1, B^-1]]), then substitutes block by block
   (n/64 steps of two matmuls), as MAGMA's trsm does;
-- Cholesky is right-looking: each 64-column panel is factored column by column (five small launches per column),
-  its sub-diagonal block is one triangular solve, and the trailing update is one matmul.
+- Cholesky is right-looking: each 64-column diagonal block is factored by the backend's ``potrf_panel`` primitive
+  (one launch, one work-group per matrix; float16/bfloat16 go column by column through ops, five small launches
+  per column), its sub-diagonal block is one triangular solve, and the trailing update is one matmul.
 
 The forward passes run untracked inside autograd Functions whose backward passes are PyTorch's formulas written in
 ops (so double backward works), not autograd through the elimination loops.
@@ -17,6 +18,7 @@ from __future__ import annotations
 
 import math
 
+from .. import backends
 from .. import dtypes as D
 from ..autograd.function import Function
 from ..tensor import Tensor
@@ -254,7 +256,10 @@ def potrf(A: Tensor) -> Tensor:
     W = A.reshape(math.prod(A.shape[:-2]), n, n).tril().contiguous()
     for k in range(0, n, BLOCK):
         e = min(k + BLOCK, n)
-        _panel(W, k, e)
+        if W.dtype in (D.float32, D.float64):
+            backends.get(W.device).potrf_panel(W, k, e)
+        else:
+            _panel(W, k, e)
         if e < n:
             # L21 @ L11^T = A21, so L21^T = L11^-1 A21^T
             L21 = trsm(W[:, k:e, k:e], W[:, e:, k:e].mT, upper=False).mT
