@@ -188,10 +188,12 @@ __kernel void ${name}(__global T *a_all, __global int *piv_all, IDX m, IDX c, ID
 {
     #pragma OPENCL FP_CONTRACT OFF
     const IDX g = get_group_id(0), lid = get_local_id(0), L = get_local_size(0);
+    const IDX CW = min(L, (IDX)64), cs = lid % CW, rg = lid / CW, RG = L / CW;  // the update's column x row split
     __global T *A = a_all + g * m * c;
     __global int *piv = piv_all + g * kmin;
     __local T best_v[${wg}];
     __local IDX best_i[${wg}];
+    __local T pivot[2];  // the pivot and the old diagonal, read before anyone writes column j
     for (IDX j = k; j < e; ++j) {
         T bv = -1;
         IDX bi = m;
@@ -202,50 +204,58 @@ __kernel void ${name}(__global T *a_all, __global int *piv_all, IDX m, IDX c, ID
         best_v[lid] = bv;
         best_i[lid] = bi;
         barrier(CLK_LOCAL_MEM_FENCE);
-        for (IDX s = L / 2; s > 0; s >>= 1) {
-            if (lid < s && beats(best_v[lid + s], best_i[lid + s], best_v[lid], best_i[lid])) {
-                best_v[lid] = best_v[lid + s];
-                best_i[lid] = best_i[lid + s];
+        if (lid == 0) {  // the work-items' candidates in order: the first of equal values wins
+            for (IDX i = 1; i < L; ++i) {
+                if (beats(best_v[i], best_i[i], bv, bi)) { bv = best_v[i]; bi = best_i[i]; }
             }
-            barrier(CLK_LOCAL_MEM_FENCE);
+            best_i[0] = bi;
+            piv[j] = (int)(bi + 1);
+            pivot[0] = A[bi * c + j];
+            pivot[1] = A[j * c + j];
         }
+        barrier(CLK_LOCAL_MEM_FENCE);
         const IDX p = best_i[0];
-        if (lid == 0) piv[j] = (int)(p + 1);
-        if (p != j) {
+        const T d = pivot[0], old = pivot[1];
+        const T div = d != 0 ? d : (T)1;  // a zero pivot has a zero column below it: LAPACK skips it
+        if (p != j) {  // swap rows j and p, but for column j, which the division below writes
             for (IDX l = lid; l < c; l += L) {
-                const T x = A[j * c + l];
-                A[j * c + l] = A[p * c + l];
-                A[p * c + l] = x;
+                if (l != j) {
+                    const T x = A[j * c + l];
+                    A[j * c + l] = A[p * c + l];
+                    A[p * c + l] = x;
+                }
             }
         }
+        for (IDX r = j + lid; r < m; r += L) A[r * c + j] = r == j ? d : (r == p ? old : A[r * c + j]) / div;
         barrier(CLK_GLOBAL_MEM_FENCE | CLK_LOCAL_MEM_FENCE);
-        const T d = A[j * c + j];
-        const T div = d != 0 ? d : (T)1;
-        for (IDX r = j + 1 + lid; r < m; r += L) A[r * c + j] /= div;
-        barrier(CLK_GLOBAL_MEM_FENCE);
-        const IDX w = e - j - 1;
-        for (IDX t = lid; t < (m - j - 1) * w; t += L) {
-            const IDX r = j + 1 + t / w, l = j + 1 + t % w;
-            A[r * c + l] -= A[r * c + j] * A[j * c + l];
+        for (IDX l = j + 1 + cs; l < e; l += CW) {
+            const T u = A[j * c + l];
+            for (IDX r = j + 1 + rg; r < m; r += RG) A[r * c + l] -= A[r * c + j] * u;
         }
         barrier(CLK_GLOBAL_MEM_FENCE);
     }
 }
 % elif kind == "potrf":
+// one barrier per column: the update of column j divides column j on the fly (the same quotients the composed ops
+// store), and column j itself is divided during column j + 1's update, which does not read it
 __kernel void ${name}(__global T *a_all, IDX n, IDX k, IDX e)
 {
     #pragma OPENCL FP_CONTRACT OFF
     const IDX g = get_group_id(0), lid = get_local_id(0), L = get_local_size(0);
+    const IDX CW = min(L, (IDX)64), cs = lid % CW, rg = lid / CW, RG = L / CW;
     __global T *A = a_all + g * n * n;
-    for (IDX j = k; j < e; ++j) {
-        const T s = sqrt(A[j * n + j]);
-        barrier(CLK_GLOBAL_MEM_FENCE);  // every work-item has read the diagonal before it is divided
-        for (IDX r = j + lid; r < e; r += L) A[r * n + j] /= s;
-        barrier(CLK_GLOBAL_MEM_FENCE);
-        const IDX w = e - j - 1;
-        for (IDX t = lid; t < w * w; t += L) {  // the lower triangle only: the caller keeps A's lower triangle
-            const IDX r = j + 1 + t / w, l = j + 1 + t % w;
-            if (l <= r) A[r * n + l] -= A[r * n + j] * A[l * n + j];
+    T prev = 1;
+    for (IDX j = k; j <= e; ++j) {
+        if (j > k) {
+            for (IDX r = j - 1 + lid; r < e; r += L) A[r * n + j - 1] /= prev;
+        }
+        if (j < e) {
+            const T s = sqrt(A[j * n + j]);
+            for (IDX l = j + 1 + cs; l < e; l += CW) {
+                const T u = A[l * n + j] / s;
+                for (IDX r = j + 1 + rg; r < e; r += RG) A[r * n + l] -= (A[r * n + j] / s) * u;
+            }
+            prev = s;
         }
         barrier(CLK_GLOBAL_MEM_FENCE);
     }
