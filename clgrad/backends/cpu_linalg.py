@@ -9,7 +9,7 @@ from .common import view_of
 
 
 class CPULinalg:
-    PRIMITIVES = ("eigh", "svd_jacobi", "getrf_panel", "potrf_panel")
+    PRIMITIVES = ("eigh", "svd_jacobi", "getrf_panel", "potrf_panel", "trsm_lower")
 
     def __init__(self, backend):
         self.be = backend
@@ -57,3 +57,13 @@ class CPULinalg:
                 W[:, j:e, j] /= np.sqrt(W[:, j, j])[:, None]
                 t = W[:, j + 1:e, j]
                 W[:, j + 1:e, j + 1:e] -= t[:, :, None] * t[:, None, :]
+
+    def trsm_lower(self, a, b) -> None:
+        """``b`` [B, n, k] <- X with L X = b for the lower triangle L of ``a`` [B, n, n]; see interface.Backend."""
+        if b.numel() == 0:
+            return
+        A, X = view_of(a), view_of(b)
+        with np.errstate(invalid="ignore", divide="ignore", over="ignore"):  # a singular L gives inf/NaN, as LAPACK
+            for j in range(X.shape[1]):
+                X[:, j] /= A[:, j, j, None]
+                X[:, j + 1:] -= A[:, j + 1:, j, None] * X[:, j, None, :]

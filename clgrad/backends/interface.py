@@ -271,3 +271,6 @@ class Backend(Protocol):
         update (its upper triangle is left as it was or updated too: callers keep the lower one). A non-PD block
         gives NaN (or inf) from the failed column on. ``a`` float32/float64, contiguous, offset 0."""
 
+    def trsm_lower(self, a, b) -> None:
+        """Forward substitution: ``b`` [B, n, k] is overwritten by X with L X = b, L the lower triangle of ``a``
+        [B, n, n] (its diagonal included: a unit diagonal is the caller's). Float32/float64, contiguous, offset 0."""

@@ -12,7 +12,8 @@
 ## kind "getrf": unblocked LU with partial pivoting of columns k..e-1 (rows k..m-1) of A [m, c], whole rows swapped
 ## (LAPACK's getf2: the first largest |value| pivots, a zero pivot is skipped); piv [kmin] gets the 1-based rows.
 ## kind "potrf": unblocked lower Cholesky of the diagonal block A[k:e, k:e] of A [n, n] (NaN when not PD).
-## Both loop over the columns inside one launch (barriers between the steps, ``wg`` work-items a power of
+## kind "trsm": forward substitution, X with L X = B for lower triangular L [n, n], B [n, k] overwritten by X.
+## All three loop over the columns inside one launch (barriers between the steps, ``wg`` work-items a power of
 ## two), and contraction to fma is off so that the values round as the composed ops' (ops/linalg_lu.py) do.
 <%namespace name="cl" file="prelude.cl.mako"/>\
 ${cl.header(fp64, idx_t)}\
@@ -260,4 +261,30 @@ __kernel void ${name}(__global T *a_all, IDX n, IDX k, IDX e)
         barrier(CLK_GLOBAL_MEM_FENCE);
     }
 }
+% elif kind == "trsm":
+// row j's quotients are used on the fly by row j's update and stored during row j + 1's, which does not read row j
+__kernel void ${name}(__global const T *l_all, __global T *b_all, IDX n, IDX k, IDX TW)
+{
+    #pragma OPENCL FP_CONTRACT OFF
+    const IDX g = get_group_id(0), lid = get_local_id(0), L = get_local_size(0);
+    const IDX cs = lid % TW, rg = lid / TW, RG = L / TW;  // columns of B x rows
+    __global const T *A = l_all + g * n * n;
+    __global T *B = b_all + g * n * k;
+    T prev = 1;
+    for (IDX j = 0; j <= n; ++j) {
+        if (j > 0) {
+            for (IDX t = lid; t < k; t += L) B[(j - 1) * k + t] /= prev;
+        }
+        if (j < n) {
+            const T d = A[j * n + j];
+            for (IDX t = cs; t < k; t += TW) {
+                const T x = B[j * k + t] / d;
+                for (IDX i = j + 1 + rg; i < n; i += RG) B[i * k + t] -= A[i * n + j] * x;
+            }
+            prev = d;
+        }
+        barrier(CLK_GLOBAL_MEM_FENCE);
+    }
+}
 % endif
+

@@ -21,7 +21,7 @@ import math
 from .. import backends
 from .. import dtypes as D
 from ..autograd.function import Function
-from ..tensor import Tensor
+from ..tensor import Tensor, contiguous_format
 from .creation import eye, zeros
 from .joins import cat
 from .views import broadcast_shapes
@@ -147,6 +147,8 @@ def _trsm_lower(L: Tensor, B: Tensor) -> Tensor:
     b, n, k = B.shape
     if n == 0 or k == 0:
         return zeros(B.shape, dtype=B.dtype, device=B.device)
+    if B.dtype in (D.float32, D.float64):
+        return _substitute(L, B)
     nb = min(BLOCK, _pow2(n))
     size = -(-n // nb) * nb
     if size != n:  # pad with an identity block: the padded rows solve to zero
@@ -166,6 +168,22 @@ def _trsm_lower(L: Tensor, B: Tensor) -> Tensor:
         rhs = B[:, r] - _mm(L[:, r, : i * nb], X[:, : i * nb]) if i else B[:, r]
         X[:, r] = _mm(inv[:, i], rhs)
     return X[:, :n]
+
+
+def _substitute(L: Tensor, B: Tensor) -> Tensor:
+    """``_trsm_lower`` by blocks of 64 rows: the backend's ``trsm_lower`` (forward substitution, one launch, one
+    work-group per matrix) on each diagonal block, a matmul to update the right-hand side below it."""
+    be, n = backends.get(B.device), B.shape[1]
+    X = B.clone(memory_format=contiguous_format)  # the kernel's own, dense and at offset 0
+    if n <= BLOCK:
+        be.trsm_lower(L.contiguous(), X)
+        return X
+    for i in range(0, n, BLOCK):
+        r = slice(i, min(i + BLOCK, n))
+        rhs = X[:, r] - _mm(L[:, r, :i], X[:, :i]) if i else X[:, r].clone(memory_format=contiguous_format)
+        be.trsm_lower(L[:, r, r].contiguous(), rhs)
+        X[:, r] = rhs
+    return X
 
 
 def triangle(A: Tensor, upper: bool, unitriangular: bool) -> Tensor:

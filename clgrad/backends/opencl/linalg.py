@@ -15,7 +15,7 @@ MAX_SWEEPS = {D.float32: 20, D.float64: 30}  # Jacobi converges quadratically: ~
 
 
 class CLLinalg:
-    PRIMITIVES = ("eigh", "svd_jacobi", "getrf_panel", "potrf_panel")
+    PRIMITIVES = ("eigh", "svd_jacobi", "getrf_panel", "potrf_panel", "trsm_lower")
 
     def __init__(self, backend, launcher: Launcher):
         self.be, self.rt = backend, launcher
@@ -36,9 +36,9 @@ class CLLinalg:
         args.buf(a._storage.data, out._storage.data, v._storage.data, scratch.data)
         args.idx(*dims)
         args.scalar(D.int32.np, MAX_SWEEPS[dt])
-        params = dict(kind=kind, ctype=dt.ctype, idx_t=idx_t, fp64=dt is D.float64)
-        kernel = programs.get_kernel(dev, "linalg", f"{kind}_jacobi_{dt.ctype}", tuple(args.types), params)
         local = min(LOCAL[n >= 128], dev.props.max_work_group_size)
+        params = dict(kind=kind, ctype=dt.ctype, idx_t=idx_t, fp64=dt is D.float64, wg=local)
+        kernel = programs.get_kernel(dev, "linalg", f"{kind}_jacobi_{dt.ctype}", tuple(args.types), params)
         kernel(dev.queue, (batch * local,), (local,), *args.values)
         del scratch  # the allocator reuses the buffer only for launches enqueued after this one (in-order queue)
 
@@ -60,15 +60,20 @@ class CLLinalg:
             return
         dev = self.rt.dev(a)
         self.rt.check_dtype(dev, dt)
-        local = min(PANEL_LOCAL[rows >= 128], dev.props.max_work_group_size)
-        local = 1 << (local.bit_length() - 1)  # the pivot search halves it
+        local = _local(dev, rows)
         idx_np, idx_t = index_type(a.numel() > INT32_MAX)
         args = Args(idx_np)
         args.buf(*bufs)
         args.idx(*dims)
+        if kind == "trsm":  # columns of B side by side (a power of two), the rest of the work-items over rows
+            args.idx(min(local, 1 << max(0, (a.shape[-1] - 1).bit_length())))
         params = dict(kind=kind, ctype=dt.ctype, idx_t=idx_t, fp64=dt is D.float64, wg=local)
         kernel = programs.get_kernel(dev, "linalg", f"{kind}_panel_{dt.ctype}", tuple(args.types), params)
         kernel(dev.queue, (batch * local,), (local,), *args.values)
+
+    def trsm_lower(self, a, b) -> None:
+        """``b`` [B, n, k] <- X with L X = b for the lower triangle L of ``a`` [B, n, n]; see interface.Backend."""
+        self._panel("trsm", b, [a._storage.data, b._storage.data], (b.shape[1], b.shape[2]))
 
     def getrf_panel(self, a, piv, k: int, e: int) -> None:
         """LU with partial pivoting of columns k..e-1 of ``a`` [B, m, c] in place; see interface.Backend."""
@@ -78,3 +83,9 @@ class CLLinalg:
     def potrf_panel(self, a, k: int, e: int) -> None:
         """Lower Cholesky of the diagonal blocks ``a[:, k:e, k:e]`` of ``a`` [B, n, n]; see interface.Backend."""
         self._panel("potrf", a, [a._storage.data], (a.shape[-1], k, e))
+
+
+def _local(dev, rows: int) -> int:
+    """Work-items per matrix of a panel kernel: a power of two within the device's limit."""
+    local = min(PANEL_LOCAL[rows >= 128], dev.props.max_work_group_size)
+    return 1 << (local.bit_length() - 1)
