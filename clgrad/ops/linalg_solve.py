@@ -29,6 +29,7 @@ from .views import broadcast_shapes
 __all__ = ["cholesky", "cholesky_solve", "cholesky_inverse", "triangular_solve"]
 
 BLOCK = 64  # panel width and diagonal-block size: a power of two
+SUBSTITUTE_COLUMNS = 8  # up to this many right-hand sides a triangular solve is one substitution launch at any n
 
 
 class LinAlgError(RuntimeError):
@@ -171,11 +172,11 @@ def _trsm_lower(L: Tensor, B: Tensor) -> Tensor:
 
 
 def _substitute(L: Tensor, B: Tensor) -> Tensor:
-    """``_trsm_lower`` by blocks of 64 rows: the backend's ``trsm_lower`` (forward substitution, one launch, one
-    work-group per matrix) on each diagonal block, a matmul to update the right-hand side below it."""
+    """``_trsm_lower`` by the backend's ``trsm_lower`` (forward substitution, one launch, one work-group per
+    matrix): at once for a few right-hand sides, else by blocks of 64 rows with a matmul updating those below."""
     be, n = backends.get(B.device), B.shape[1]
     X = B.clone(memory_format=contiguous_format)  # the kernel's own, dense and at offset 0
-    if n <= BLOCK:
+    if n <= BLOCK or B.shape[2] <= SUBSTITUTE_COLUMNS:
         be.trsm_lower(L.contiguous(), X)
         return X
     for i in range(0, n, BLOCK):
