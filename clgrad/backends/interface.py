@@ -268,7 +268,7 @@ class Backend(Protocol):
     def potrf_panel(self, a, k: int, e: int) -> None:
         """Unblocked lower Cholesky of the diagonal blocks ``a[:, k:e, k:e]`` of ``a`` [B, n, n] in place: column j
         is divided by the square root of its diagonal, then the block's trailing lower triangle gets the rank-1
-        update (its upper triangle is left as it was or updated too: callers keep the lower one). A non-PD block
+        update (the block's strict upper triangle is scratch: callers keep the lower one). A non-PD block
         gives NaN (or inf) from the failed column on. ``a`` float32/float64, contiguous, offset 0."""
 
     def trsm_lower(self, a, b) -> None:

@@ -11,7 +11,8 @@
 ## cs: a scratch of 2 * (N / 2) values per matrix (the round's cosines and sines).
 ## kind "getrf": unblocked LU with partial pivoting of columns k..e-1 (rows k..m-1) of A [m, c], whole rows swapped
 ## (LAPACK's getf2: the first largest |value| pivots, a zero pivot is skipped); piv [kmin] gets the 1-based rows.
-## kind "potrf": unblocked lower Cholesky of the diagonal block A[k:e, k:e] of A [n, n] (NaN when not PD).
+## kind "potrf": unblocked lower Cholesky of the diagonal block A[k:e, k:e] of A [n, n] (NaN when not PD); the
+## block's strict upper triangle is scratch (it gets L^T).
 ## kind "trsm": forward substitution, X with L X = B for lower triangular L [n, n], B [n, k] overwritten by X.
 ## All three loop over the columns inside one launch (barriers between the steps, ``wg`` work-items a power of
 ## two), and contraction to fma is off so that the values round as the composed ops' (ops/linalg_lu.py) do.
@@ -189,7 +190,6 @@ __kernel void ${name}(__global T *a_all, __global int *piv_all, IDX m, IDX c, ID
 {
     #pragma OPENCL FP_CONTRACT OFF
     const IDX g = get_group_id(0), lid = get_local_id(0), L = get_local_size(0);
-    const IDX CW = min(L, (IDX)64), cs = lid % CW, rg = lid / CW, RG = L / CW;  // the update's column x row split
     __global T *A = a_all + g * m * c;
     __global int *piv = piv_all + g * kmin;
     __local T best_v[${wg}];
@@ -229,34 +229,33 @@ __kernel void ${name}(__global T *a_all, __global int *piv_all, IDX m, IDX c, ID
         }
         for (IDX r = j + lid; r < m; r += L) A[r * c + j] = r == j ? d : (r == p ? old : A[r * c + j]) / div;
         barrier(CLK_GLOBAL_MEM_FENCE | CLK_LOCAL_MEM_FENCE);
-        for (IDX l = j + 1 + cs; l < e; l += CW) {
-            const T u = A[j * c + l];
-            for (IDX r = j + 1 + rg; r < m; r += RG) A[r * c + l] -= A[r * c + j] * u;
+        for (IDX r = j + 1 + lid; r < m; r += L) {  // a row per work-item: the inner loop is contiguous (SIMD)
+            const T x = A[r * c + j];
+            for (IDX l = j + 1; l < e; ++l) A[r * c + l] -= x * A[j * c + l];
         }
         barrier(CLK_GLOBAL_MEM_FENCE);
     }
 }
 % elif kind == "potrf":
-// one barrier per column: the update of column j divides column j on the fly (the same quotients the composed ops
-// store), and column j itself is divided during column j + 1's update, which does not read it
+// the divided column j is also written to row j (the upper triangle is scratch), so that the update's inner loop
+// reads it contiguously
 __kernel void ${name}(__global T *a_all, IDX n, IDX k, IDX e)
 {
     #pragma OPENCL FP_CONTRACT OFF
     const IDX g = get_group_id(0), lid = get_local_id(0), L = get_local_size(0);
-    const IDX CW = min(L, (IDX)64), cs = lid % CW, rg = lid / CW, RG = L / CW;
     __global T *A = a_all + g * n * n;
-    T prev = 1;
-    for (IDX j = k; j <= e; ++j) {
-        if (j > k) {
-            for (IDX r = j - 1 + lid; r < e; r += L) A[r * n + j - 1] /= prev;
+    for (IDX j = k; j < e; ++j) {
+        const T s = sqrt(A[j * n + j]);
+        barrier(CLK_GLOBAL_MEM_FENCE);  // every work-item has read the diagonal before it is divided
+        for (IDX r = j + lid; r < e; r += L) {
+            const T t = A[r * n + j] / s;
+            A[r * n + j] = t;
+            A[j * n + r] = t;
         }
-        if (j < e) {
-            const T s = sqrt(A[j * n + j]);
-            for (IDX l = j + 1 + cs; l < e; l += CW) {
-                const T u = A[l * n + j] / s;
-                for (IDX r = j + 1 + rg; r < e; r += RG) A[r * n + l] -= (A[r * n + j] / s) * u;
-            }
-            prev = s;
+        barrier(CLK_GLOBAL_MEM_FENCE);
+        for (IDX r = j + 1 + lid; r < e; r += L) {  // the lower triangle of the trailing block, a row per item
+            const T x = A[j * n + r];
+            for (IDX l = j + 1; l <= r; ++l) A[r * n + l] -= x * A[j * n + l];
         }
         barrier(CLK_GLOBAL_MEM_FENCE);
     }

@@ -9,8 +9,10 @@ from . import programs
 from .launch import Args, Launcher, index_type
 
 LOCAL = (64, 256)  # work-items per matrix, below and from n = 128: a round updates n/2 column pairs of n rows
-PANEL_LOCAL = (32, 256)  # work-items per matrix of a panel kernel (a power of two), below and from 128 rows:
-# on PoCL (2 cores) 32 took half the time of 64 on a 32x64x64 batch, 256 a fifth less than 64 on one 512x512
+# work-items per matrix of a panel kernel (a power of two; below and from 128 rows), on a CPU and elsewhere: a CPU
+# work-item takes whole rows in a SIMD loop, and on PoCL (2 cores) 8 took a third of 64's time on a 32x64x64 batch
+# and 16 a quarter of 64's on one 512x512
+PANEL_LOCAL = {True: (8, 16), False: (64, 256)}
 MAX_SWEEPS = {D.float32: 20, D.float64: 30}  # Jacobi converges quadratically: ~6-10 sweeps in practice
 
 
@@ -87,5 +89,5 @@ class CLLinalg:
 
 def _local(dev, rows: int) -> int:
     """Work-items per matrix of a panel kernel: a power of two within the device's limit."""
-    local = min(PANEL_LOCAL[rows >= 128], dev.props.max_work_group_size)
+    local = min(PANEL_LOCAL["CPU" in dev.props.type][rows >= 128], dev.props.max_work_group_size)
     return 1 << (local.bit_length() - 1)
