@@ -261,26 +261,19 @@ __kernel void ${name}(__global T *a_all, IDX n, IDX k, IDX e)
     }
 }
 % elif kind == "trsm":
-// row j's quotients are used on the fly by row j's update and stored during row j + 1's, which does not read row j
-__kernel void ${name}(__global const T *l_all, __global T *b_all, IDX n, IDX k, IDX TW)
+__kernel void ${name}(__global const T *l_all, __global T *b_all, IDX n, IDX k)
 {
     #pragma OPENCL FP_CONTRACT OFF
     const IDX g = get_group_id(0), lid = get_local_id(0), L = get_local_size(0);
-    const IDX cs = lid % TW, rg = lid / TW, RG = L / TW;  // columns of B x rows
     __global const T *A = l_all + g * n * n;
     __global T *B = b_all + g * n * k;
-    T prev = 1;
-    for (IDX j = 0; j <= n; ++j) {
-        if (j > 0) {
-            for (IDX t = lid; t < k; t += L) B[(j - 1) * k + t] /= prev;
-        }
-        if (j < n) {
-            const T d = A[j * n + j];
-            for (IDX t = cs; t < k; t += TW) {
-                const T x = B[j * k + t] / d;
-                for (IDX i = j + 1 + rg; i < n; i += RG) B[i * k + t] -= A[i * n + j] * x;
-            }
-            prev = d;
+    for (IDX j = 0; j < n; ++j) {
+        const T d = A[j * n + j];
+        for (IDX t = lid; t < k; t += L) B[j * k + t] /= d;
+        barrier(CLK_GLOBAL_MEM_FENCE);
+        for (IDX i = j + 1 + lid; i < n; i += L) {  // a row per work-item: the inner loop is contiguous (SIMD)
+            const T a = A[i * n + j];
+            for (IDX t = 0; t < k; ++t) B[i * k + t] -= a * B[j * k + t];
         }
         barrier(CLK_GLOBAL_MEM_FENCE);
     }

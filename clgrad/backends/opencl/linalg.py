@@ -67,8 +67,6 @@ class CLLinalg:
         args = Args(idx_np)
         args.buf(*bufs)
         args.idx(*dims)
-        if kind == "trsm":  # columns of B side by side (a power of two), the rest of the work-items over rows
-            args.idx(min(local, 1 << max(0, (a.shape[-1] - 1).bit_length())))
         params = dict(kind=kind, ctype=dt.ctype, idx_t=idx_t, fp64=dt is D.float64, wg=local)
         kernel = programs.get_kernel(dev, "linalg", f"{kind}_panel_{dt.ctype}", tuple(args.types), params)
         kernel(dev.queue, (batch * local,), (local,), *args.values)
