@@ -204,7 +204,7 @@ __kernel void ${name}(__global T *a_all, __global int *piv_all, IDX m, IDX c, ID
         }
         best_v[lid] = bv;
         best_i[lid] = bi;
-        barrier(CLK_LOCAL_MEM_FENCE);
+        barrier(CLK_LOCAL_MEM_FENCE | CLK_GLOBAL_MEM_FENCE);
         if (lid == 0) {  // the work-items' candidates in order: the first of equal values wins
             for (IDX i = 1; i < L; ++i) {
                 if (beats(best_v[i], best_i[i], bv, bi)) { bv = best_v[i]; bi = best_i[i]; }
@@ -214,7 +214,7 @@ __kernel void ${name}(__global T *a_all, __global int *piv_all, IDX m, IDX c, ID
             pivot[0] = A[bi * c + j];
             pivot[1] = A[j * c + j];
         }
-        barrier(CLK_LOCAL_MEM_FENCE);
+        barrier(CLK_LOCAL_MEM_FENCE | CLK_GLOBAL_MEM_FENCE);
         const IDX p = best_i[0];
         const T d = pivot[0], old = pivot[1];
         const T div = d != 0 ? d : (T)1;  // a zero pivot has a zero column below it: LAPACK skips it
