@@ -1,5 +1,6 @@
 """cpu implementation of the ``linalg`` primitives (an op family of CPUBackend): numpy's LAPACK eigh and SVD, the
-reference for ``kernels/linalg.cl.mako``'s Jacobi kernels."""
+reference for ``kernels/linalg.cl.mako``'s Jacobi kernels, and the unblocked LU and Cholesky panels in numpy,
+vectorized over the batch (the same operations in the same order as the kernels, so the same pivots)."""
 from __future__ import annotations
 
 import numpy as np
@@ -8,7 +9,10 @@ from .common import view_of
 
 
 class CPULinalg:
-    PRIMITIVES = ("eigh", "svd_jacobi")
+    PRIMITIVES = ("eigh", "svd_jacobi", "getrf_panel", "potrf_panel", "trsm_lower", "panels_ok")
+
+    def panels_ok(self, a) -> bool:
+        return True
 
     def __init__(self, backend):
         self.be = backend
@@ -29,3 +33,40 @@ class CPULinalg:
         view_of(a)[...] = u * vals[..., None, :]
         view_of(s)[...] = vals
         view_of(v)[...] = np.swapaxes(vh, -1, -2)
+
+    def getrf_panel(self, a, piv, k: int, e: int) -> None:
+        """LU with partial pivoting of columns k..e-1 of ``a`` [B, m, c] in place; see interface.Backend."""
+        if a.numel() == 0:
+            return
+        W, P = view_of(a), view_of(piv)
+        at = np.arange(W.shape[0])
+        for j in range(k, e):
+            r = j + np.abs(W[:, j:, j]).argmax(1)  # the first largest (NaN first), as argmax
+            P[:, j] = r + 1
+            mine = W[:, j].copy()
+            W[:, j] = W[at, r]
+            W[at, r] = mine
+            d = W[:, j, j]
+            W[:, j + 1:, j] /= np.where(d != 0, d, 1)[:, None]  # a zero pivot has a zero column below: skipped
+            W[:, j + 1:, j + 1:e] -= W[:, j + 1:, j, None] * W[:, j, None, j + 1:e]
+
+    def potrf_panel(self, a, k: int, e: int) -> None:
+        """Lower Cholesky of the diagonal blocks ``a[:, k:e, k:e]`` of ``a`` [B, n, n]; see interface.Backend."""
+        if a.numel() == 0:
+            return
+        W = view_of(a)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            for j in range(k, e):
+                W[:, j:e, j] /= np.sqrt(W[:, j, j])[:, None]
+                t = W[:, j + 1:e, j]
+                W[:, j + 1:e, j + 1:e] -= t[:, :, None] * t[:, None, :]
+
+    def trsm_lower(self, a, b) -> None:
+        """``b`` [B, n, k] <- X with L X = b for the lower triangle L of ``a`` [B, n, n]; see interface.Backend."""
+        if b.numel() == 0:
+            return
+        A, X = view_of(a), view_of(b)
+        with np.errstate(invalid="ignore", divide="ignore", over="ignore"):  # a singular L gives inf/NaN, as LAPACK
+            for j in range(X.shape[1]):
+                X[:, j] /= A[:, j, j, None]
+                X[:, j + 1:] -= A[:, j + 1:, j, None] * X[:, j, None, :]

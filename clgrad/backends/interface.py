@@ -257,3 +257,25 @@ class Backend(Protocol):
         """The SVD of ``a`` [B, m, n], m >= n, as one-sided Jacobi leaves it: ``a`` is overwritten with A V (columns
         orthogonal, of norms ``s`` [B, n], descending), ``v`` [B, n, n] gets V; so A = (A V / s) diag(s) V^T.
         Every tensor float32/float64, contiguous, offset 0."""
+
+    def getrf_panel(self, a, piv, k: int, e: int) -> None:
+        """Unblocked LU with partial pivoting (LAPACK's getf2) of columns k..e-1 of each ``a`` [B, m, c], in place:
+        for each column j the first row r >= j of largest |a[r, j]| (NaN first) is swapped whole with row j,
+        ``piv`` [B, kmin] int32 gets r + 1 at j, the column below is divided by the pivot (skipped when it is 0)
+        and columns j+1..e-1 below row j get the rank-1 update. ``a`` float32/float64, ``a`` and ``piv``
+        contiguous, offset 0."""
+
+    def potrf_panel(self, a, k: int, e: int) -> None:
+        """Unblocked lower Cholesky of the diagonal blocks ``a[:, k:e, k:e]`` of ``a`` [B, n, n] in place: column j
+        is divided by the square root of its diagonal, then the block's trailing lower triangle gets the rank-1
+        update (the block's strict upper triangle is scratch: callers keep the lower one). A non-PD block
+        gives NaN (or inf) from the failed column on. ``a`` float32/float64, contiguous, offset 0."""
+
+    def panels_ok(self, a) -> bool:
+        """Whether the panel primitives (``getrf_panel``, ``potrf_panel``, ``trsm_lower``) may run on ``a``'s device:
+        False where a work-item's loops stop early (llvmpipe's loop limiter), where the callers keep their composed
+        path instead."""
+
+    def trsm_lower(self, a, b) -> None:
+        """Forward substitution: ``b`` [B, n, k] is overwritten by X with L X = b, L the lower triangle of ``a``
+        [B, n, n] (its diagonal included: a unit diagonal is the caller's). Float32/float64, contiguous, offset 0."""

@@ -9,6 +9,13 @@
 ## kind "svd": one-sided (Hestenes) Jacobi on A [m, n], m >= n -> A V with orthogonal columns, s (their norms,
 ## descending), V; the columns are permuted with s.
 ## cs: a scratch of 2 * (N / 2) values per matrix (the round's cosines and sines).
+## kind "getrf": unblocked LU with partial pivoting of columns k..e-1 (rows k..m-1) of A [m, c], whole rows swapped
+## (LAPACK's getf2: the first largest |value| pivots, a zero pivot is skipped); piv [kmin] gets the 1-based rows.
+## kind "potrf": unblocked lower Cholesky of the diagonal block A[k:e, k:e] of A [n, n] (NaN when not PD); the
+## block's strict upper triangle is scratch (it gets L^T).
+## kind "trsm": forward substitution, X with L X = B for lower triangular L [n, n], B [n, k] overwritten by X.
+## All three loop over the columns inside one launch (barriers between the steps, ``wg`` work-items a power of
+## two), and contraction to fma is off so that the values round as the composed ops' (ops/linalg_lu.py) do.
 <%namespace name="cl" file="prelude.cl.mako"/>\
 ${cl.header(fp64, idx_t)}\
 #define T ${ctype}
@@ -178,4 +185,104 @@ __kernel void ${name}(__global T *a_all, __global T *s_all, __global T *v_all, _
         }
     }
 }
+% elif kind == "getrf":
+// does |value| v at row i pivot before bv at row bi? NaN first (as argmax), then the larger, then the first row
+inline int beats(T v, IDX i, T bv, IDX bi) {
+    if (isnan(bv)) return isnan(v) && i < bi;
+    return isnan(v) || v > bv || (v == bv && i < bi);
+}
+
+__kernel void ${name}(__global T *a_all, __global int *piv_all, IDX m, IDX c, IDX kmin, IDX k, IDX e)
+{
+    #pragma OPENCL FP_CONTRACT OFF
+    const IDX g = get_group_id(0), lid = get_local_id(0), L = get_local_size(0);
+    __global T *A = a_all + g * m * c;
+    __global int *piv = piv_all + g * kmin;
+    __local T best_v[${wg}];
+    __local IDX best_i[${wg}];
+    __local T pivot[2];  // the pivot and the old diagonal, read before anyone writes column j
+    for (IDX j = k; j < e; ++j) {
+        T bv = -1;
+        IDX bi = m;
+        for (IDX r = j + lid; r < m; r += L) {
+            const T v = fabs(A[r * c + j]);
+            if (beats(v, r, bv, bi)) { bv = v; bi = r; }
+        }
+        best_v[lid] = bv;
+        best_i[lid] = bi;
+        barrier(CLK_LOCAL_MEM_FENCE | CLK_GLOBAL_MEM_FENCE);
+        if (lid == 0) {  // the work-items' candidates in order: the first of equal values wins
+            for (IDX i = 1; i < L; ++i) {
+                if (beats(best_v[i], best_i[i], bv, bi)) { bv = best_v[i]; bi = best_i[i]; }
+            }
+            best_i[0] = bi;
+            piv[j] = (int)(bi + 1);
+            pivot[0] = A[bi * c + j];
+            pivot[1] = A[j * c + j];
+        }
+        barrier(CLK_LOCAL_MEM_FENCE | CLK_GLOBAL_MEM_FENCE);
+        const IDX p = best_i[0];
+        const T d = pivot[0], old = pivot[1];
+        const T div = d != 0 ? d : (T)1;  // a zero pivot has a zero column below it: LAPACK skips it
+        if (p != j) {  // swap rows j and p, but for column j, which the division below writes
+            for (IDX l = lid; l < c; l += L) {
+                if (l != j) {
+                    const T x = A[j * c + l];
+                    A[j * c + l] = A[p * c + l];
+                    A[p * c + l] = x;
+                }
+            }
+        }
+        for (IDX r = j + lid; r < m; r += L) A[r * c + j] = r == j ? d : (r == p ? old : A[r * c + j]) / div;
+        barrier(CLK_GLOBAL_MEM_FENCE | CLK_LOCAL_MEM_FENCE);
+        for (IDX r = j + 1 + lid; r < m; r += L) {  // a row per work-item: the inner loop is contiguous (SIMD)
+            const T x = A[r * c + j];
+            for (IDX l = j + 1; l < e; ++l) A[r * c + l] -= x * A[j * c + l];
+        }
+        barrier(CLK_GLOBAL_MEM_FENCE);
+    }
+}
+% elif kind == "potrf":
+// the divided column j is also written to row j (the upper triangle is scratch), so that the update's inner loop
+// reads it contiguously
+__kernel void ${name}(__global T *a_all, IDX n, IDX k, IDX e)
+{
+    #pragma OPENCL FP_CONTRACT OFF
+    const IDX g = get_group_id(0), lid = get_local_id(0), L = get_local_size(0);
+    __global T *A = a_all + g * n * n;
+    for (IDX j = k; j < e; ++j) {
+        const T s = sqrt(A[j * n + j]);
+        barrier(CLK_GLOBAL_MEM_FENCE);  // every work-item has read the diagonal before it is divided
+        for (IDX r = j + lid; r < e; r += L) {
+            const T t = A[r * n + j] / s;
+            A[r * n + j] = t;
+            A[j * n + r] = t;
+        }
+        barrier(CLK_GLOBAL_MEM_FENCE);
+        for (IDX r = j + 1 + lid; r < e; r += L) {  // the lower triangle of the trailing block, a row per item
+            const T x = A[j * n + r];
+            for (IDX l = j + 1; l <= r; ++l) A[r * n + l] -= x * A[j * n + l];
+        }
+        barrier(CLK_GLOBAL_MEM_FENCE);
+    }
+}
+% elif kind == "trsm":
+__kernel void ${name}(__global const T *l_all, __global T *b_all, IDX n, IDX k)
+{
+    #pragma OPENCL FP_CONTRACT OFF
+    const IDX g = get_group_id(0), lid = get_local_id(0), L = get_local_size(0);
+    __global const T *A = l_all + g * n * n;
+    __global T *B = b_all + g * n * k;
+    for (IDX j = 0; j < n; ++j) {
+        const T d = A[j * n + j];
+        for (IDX t = lid; t < k; t += L) B[j * k + t] /= d;
+        barrier(CLK_GLOBAL_MEM_FENCE);
+        for (IDX i = j + 1 + lid; i < n; i += L) {  // a row per work-item: the inner loop is contiguous (SIMD)
+            const T a = A[i * n + j];
+            for (IDX t = 0; t < k; ++t) B[i * k + t] -= a * B[j * k + t];
+        }
+        barrier(CLK_GLOBAL_MEM_FENCE);
+    }
+}
 % endif
+

@@ -2,8 +2,9 @@
 ``linalg.lu``, ``lu_unpack``, ``linalg.lu_solve``, ``linalg.solve(_ex)``, ``linalg.inv(_ex)``, ``linalg.det``,
 ``linalg.slogdet`` and ``logdet`` (``linalg.matrix_power`` with a negative exponent inverts through ``inv``).
 
-The factorization is LAPACK's blocked right-looking getrf composed from ops: each 64-column panel is factored
-column by column (a batched argmax picks the pivot, a gather/scatter pair swaps whole rows), U12 is one unit
+The factorization is LAPACK's blocked right-looking getrf: each 64-column panel is factored by the backend's
+``getrf_panel`` primitive (one launch per panel, one work-group per matrix; float16 and bfloat16 go column by column
+through ops instead: a batched argmax picks the pivot, a gather/scatter pair swaps whole rows), U12 is one unit
 triangular solve and the trailing update is one matmul. The permutation rides along as an extra column of the
 working matrix, so the row swaps carry it for free. Gradients are PyTorch's formulas as autograd Functions.
 """
@@ -13,6 +14,7 @@ import math
 
 import numpy as np
 
+from .. import backends
 from .. import dtypes as D
 from ..autograd import grad_mode
 from ..autograd.function import Function
@@ -70,6 +72,33 @@ def _panel(W: Tensor, k: int, e: int, pivots: list) -> None:
             W[:, j + 1:, j + 1:e].sub_(below.unsqueeze(-1) * W[:, j, j + 1:e].unsqueeze(-2))
 
 
+def _panels(W: Tensor, kmin: int):
+    """The panel factorizations' pivots [b, kmin] (0-based rows); the blocked update between them."""
+    fast = W.dtype in (D.float32, D.float64) and backends.get(W.device).panels_ok(W)
+    if fast:
+        be = backends.get(W.device)
+        piv = zeros((W.shape[0], kmin), dtype=D.int32, device=W.device)
+    n = W.shape[-1] - 1
+    m, pivots = W.shape[-2], []
+    for k in range(0, kmin, BLOCK):
+        e = min(k + BLOCK, kmin)
+        if fast:
+            be.getrf_panel(W, piv, k, e)
+        else:
+            _panel(W, k, e, pivots)
+        if e < n:
+            U12 = trsm(W[:, k:e, k:e], W[:, k:e, e:n], upper=False, unitriangular=True)
+            W[:, k:e, e:n] = U12
+            if e < m:
+                W[:, e:, e:n].sub_(W[:, e:, k:e] @ U12)
+    if fast:
+        return piv
+    if not pivots:
+        return zeros((W.shape[0], 0), dtype=D.int32, device=W.device)
+    offsets = arange(1, kmin + 1, device=W.device)
+    return (cat([p.unsqueeze(-1) for p in pivots], -1) + offsets).to(dtype=D.int32)
+
+
 def getrf(A: Tensor):
     """Untracked (LU, pivots int32 1-based, perm int64, info int32) of A [..., m, n]; rows perm[i] of A form
     row i of P^T A = L U."""
@@ -77,23 +106,10 @@ def getrf(A: Tensor):
     batch = tuple(A.shape[:-2])
     rows = arange(m, dtype=A.dtype, device=A.device).reshape(1, m, 1)
     flat = A.reshape(math.prod(batch), m, n)
-    W = cat([flat, rows.expand(flat.shape[0], m, 1)], -1)
-    kmin, pivots = min(m, n), []
-    for k in range(0, kmin, BLOCK):
-        e = min(k + BLOCK, kmin)
-        _panel(W, k, e, pivots)
-        if e < n:
-            U12 = trsm(W[:, k:e, k:e], W[:, k:e, e:n], upper=False, unitriangular=True)
-            W[:, k:e, e:n] = U12
-            if e < m:
-                W[:, e:, e:n].sub_(W[:, e:, k:e] @ U12)
+    W = cat([flat, rows.expand(flat.shape[0], m, 1)], -1).contiguous()
+    piv = _panels(W, min(m, n)).reshape(batch + (min(m, n),))
     LU = W[:, :, :n].reshape(batch + (m, n))
     perm = W[:, :, n].to(dtype=D.int64).reshape(batch + (m,))
-    if pivots:
-        offsets = arange(1, kmin + 1, device=A.device)
-        piv = (cat([p.unsqueeze(-1) for p in pivots], -1) + offsets).to(dtype=D.int32).reshape(batch + (kmin,))
-    else:
-        piv = zeros(batch + (0,), dtype=D.int32, device=A.device)
     info = first_index(LU.diagonal(dim1=-2, dim2=-1) == 0)
     return LU, piv, perm, info
 

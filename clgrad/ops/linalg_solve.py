@@ -7,8 +7,9 @@ The algorithms are blocked so that the launch count does not grow with n^2 or n^
 - a triangular solve inverts the 64x64 diagonal blocks all at once by recursive doubling (log2(64) = 6 levels of
   two batched matmuls: inv([[A, 0], [C, B]]) = [[A^-1, 0], [-B^-1 C A^-1, B^-1]]), then substitutes block by block
   (n/64 steps of two matmuls), as MAGMA's trsm does;
-- Cholesky is right-looking: each 64-column panel is factored column by column (five small launches per column),
-  its sub-diagonal block is one triangular solve, and the trailing update is one matmul.
+- Cholesky is right-looking: each 64-column diagonal block is factored by the backend's ``potrf_panel`` primitive
+  (one launch, one work-group per matrix; float16/bfloat16 go column by column through ops, five small launches
+  per column), its sub-diagonal block is one triangular solve, and the trailing update is one matmul.
 
 The forward passes run untracked inside autograd Functions whose backward passes are PyTorch's formulas written in
 ops (so double backward works), not autograd through the elimination loops.
@@ -17,9 +18,10 @@ from __future__ import annotations
 
 import math
 
+from .. import backends
 from .. import dtypes as D
 from ..autograd.function import Function
-from ..tensor import Tensor
+from ..tensor import Tensor, contiguous_format
 from .creation import eye, zeros
 from .joins import cat
 from .views import broadcast_shapes
@@ -27,6 +29,7 @@ from .views import broadcast_shapes
 __all__ = ["cholesky", "cholesky_solve", "cholesky_inverse", "triangular_solve"]
 
 BLOCK = 64  # panel width and diagonal-block size: a power of two
+SUBSTITUTE_COLUMNS = 8  # up to this many right-hand sides a triangular solve is one substitution launch at any n
 
 
 class LinAlgError(RuntimeError):
@@ -145,6 +148,8 @@ def _trsm_lower(L: Tensor, B: Tensor) -> Tensor:
     b, n, k = B.shape
     if n == 0 or k == 0:
         return zeros(B.shape, dtype=B.dtype, device=B.device)
+    if B.dtype in (D.float32, D.float64) and backends.get(B.device).panels_ok(B):
+        return _substitute(L, B)
     nb = min(BLOCK, _pow2(n))
     size = -(-n // nb) * nb
     if size != n:  # pad with an identity block: the padded rows solve to zero
@@ -164,6 +169,22 @@ def _trsm_lower(L: Tensor, B: Tensor) -> Tensor:
         rhs = B[:, r] - _mm(L[:, r, : i * nb], X[:, : i * nb]) if i else B[:, r]
         X[:, r] = _mm(inv[:, i], rhs)
     return X[:, :n]
+
+
+def _substitute(L: Tensor, B: Tensor) -> Tensor:
+    """``_trsm_lower`` by the backend's ``trsm_lower`` (forward substitution, one launch, one work-group per
+    matrix): at once for a few right-hand sides, else by blocks of 64 rows with a matmul updating those below."""
+    be, n = backends.get(B.device), B.shape[1]
+    X = B.clone(memory_format=contiguous_format)  # the kernel's own, dense and at offset 0
+    if n <= BLOCK or B.shape[2] <= SUBSTITUTE_COLUMNS:
+        be.trsm_lower(L.contiguous(), X)
+        return X
+    for i in range(0, n, BLOCK):
+        r = slice(i, min(i + BLOCK, n))
+        rhs = X[:, r] - _mm(L[:, r, :i], X[:, :i]) if i else X[:, r].clone(memory_format=contiguous_format)
+        be.trsm_lower(L[:, r, r].contiguous(), rhs)
+        X[:, r] = rhs
+    return X
 
 
 def triangle(A: Tensor, upper: bool, unitriangular: bool) -> Tensor:
@@ -254,7 +275,10 @@ def potrf(A: Tensor) -> Tensor:
     W = A.reshape(math.prod(A.shape[:-2]), n, n).tril().contiguous()
     for k in range(0, n, BLOCK):
         e = min(k + BLOCK, n)
-        _panel(W, k, e)
+        if W.dtype in (D.float32, D.float64) and backends.get(W.device).panels_ok(W):
+            backends.get(W.device).potrf_panel(W, k, e)
+        else:
+            _panel(W, k, e)
         if e < n:
             # L21 @ L11^T = A21, so L21^T = L11^-1 A21^T
             L21 = trsm(W[:, k:e, k:e], W[:, e:, k:e].mT, upper=False).mT

@@ -399,10 +399,14 @@ def _fft(device, cls, n):
         _same(device, run, _arr((2, min(max(n, 1), 60), 2), "float32"), grad=True)
 def _linalg(device, cls, n):
     """The Jacobi kernels (eigh, svd_jacobi) through gauge-invariant outputs: eigenvalues, singular values and
-    their gradients, on a batch of two small matrices (none when n is 0)."""
+    their gradients, on a batch of two small matrices (none when n is 0); the panels (getrf, potrf, trsm) through
+    solve and cholesky and their gradients."""
     k = min(n, 5) or 3
     shape = (2 if n else 0, k + 1, k)
     _same(device, lambda x: (clgrad.linalg.eigvalsh(x[:, :k] + x[:, :k].mT), clgrad.linalg.svdvals(x)),
+          _arr(shape, "float32"), grad=True)
+    spd = lambda x: x[:, :k] @ x[:, :k].mT + clgrad.eye(k, device=x.device)  # noqa: E731
+    _same(device, lambda x: (clgrad.linalg.solve(spd(x), x[:, k:].mT), clgrad.linalg.cholesky(spd(x))),
           _arr(shape, "float32"), grad=True)
 
 
