@@ -3,18 +3,13 @@
 the first OpenCL device with fp64."""
 from __future__ import annotations
 
-import functools
-import importlib.util
-import sys
-from pathlib import Path
-
 import pytest
 
 from tests.conftest import DEVICES, fp64_ok
+from tests.opdb import ops, script
 
 torch = pytest.importorskip("torch")
 pytestmark = pytest.mark.filterwarnings("ignore::UserWarning")
-SCRIPT = Path(__file__).resolve().parents[2] / "scripts" / "opdb_coverage.py"
 FIRST_CL = next((p.values[0] for p in DEVICES if p.values[0] != "cpu"), None)
 NAMES = ["nn.functional.scaled_dot_product_attention", "nn.functional.multi_head_attention_forward",
          "nn.functional.grid_sample", "grid_sampler_2d", "grid_sampler_3d", "nn.functional.embedding_bag",
@@ -26,21 +21,8 @@ NAMES = ["nn.functional.scaled_dot_product_attention", "nn.functional.multi_head
 PER_OP, MAX_NUMEL = 3, 4000  # the small samples only: CI time
 
 
-@functools.lru_cache(maxsize=1)
-def _script():
-    spec = importlib.util.spec_from_file_location("opdb_coverage", SCRIPT)
-    mod = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = mod  # its dataclass looks its module up there
-    spec.loader.exec_module(mod)
-    return mod
 
 
-@functools.lru_cache(maxsize=1)
-def _ops() -> dict:
-    pytest.importorskip("expecttest")
-    from torch.testing._internal.common_methods_invocations import op_db
-
-    return {f"{o.name}.{o.variant_test_name}".rstrip("."): o for o in op_db}
 
 
 def _numel(sample) -> int:
@@ -52,15 +34,15 @@ def _numel(sample) -> int:
 def test_opinfo_samples(device, name):
     if device not in ("cpu", FIRST_CL) or not fp64_ok(device):
         pytest.skip("op_db samples run in float64 on cpu and the first OpenCL device only (CI time)")
-    script, op = _script(), _ops()[name]
-    found = script.resolve(op)
+    coverage, op = script(), ops()[name]
+    found = coverage.resolve(op)
     assert found is not None, f"{name} does not resolve in clgrad"
     samples = list(op.sample_inputs("cpu", torch.float64, requires_grad=op.supports_autograd))
     small = [s for s in samples if _numel(s) <= MAX_NUMEL] or [min(samples, key=_numel)]  # ctc's are all big
     for sample in small[:PER_OP]:
         try:
-            fwd, bwd = script.run_sample(op, found[1], sample, device)
-        except script.TorchRejects:
+            fwd, bwd = coverage.run_sample(op, found[1], sample, device)
+        except coverage.TorchRejects:
             continue
         assert fwd == "", f"{name} forward: {fwd} on {sample}"
         assert not bwd, f"{name} backward: {bwd} on {sample}"
