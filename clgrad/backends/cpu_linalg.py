@@ -9,7 +9,7 @@ from .common import view_of
 
 
 class CPULinalg:
-    PRIMITIVES = ("eigh", "svd_jacobi", "getrf_panel", "potrf_panel", "trsm_lower", "panels_ok")
+    PRIMITIVES = ("eigh", "svd_jacobi", "getrf_panel", "potrf_panel", "trsm", "panels_ok")
 
     def panels_ok(self, a) -> bool:
         return True
@@ -61,12 +61,15 @@ class CPULinalg:
                 t = W[:, j + 1:e, j]
                 W[:, j + 1:e, j + 1:e] -= t[:, :, None] * t[:, None, :]
 
-    def trsm_lower(self, a, b) -> None:
-        """``b`` [B, n, k] <- X with L X = b for the lower triangle L of ``a`` [B, n, n]; see interface.Backend."""
+    def trsm(self, a, b, upper: bool = False, unit: bool = False) -> None:
+        """``b`` [B, n, k] <- X with A X = b for the triangle of ``a`` [B, n, n] (any strides); see interface."""
         if b.numel() == 0:
             return
         A, X = view_of(a), view_of(b)
-        with np.errstate(invalid="ignore", divide="ignore", over="ignore"):  # a singular L gives inf/NaN, as LAPACK
-            for j in range(X.shape[1]):
-                X[:, j] /= A[:, j, j, None]
-                X[:, j + 1:] -= A[:, j + 1:, j, None] * X[:, j, None, :]
+        n = X.shape[1]
+        with np.errstate(invalid="ignore", divide="ignore", over="ignore"):  # a singular A gives inf/NaN, as LAPACK
+            for j in (range(n - 1, -1, -1) if upper else range(n)):
+                if not unit:
+                    X[:, j] /= A[:, j, j, None]
+                rows = slice(0, j) if upper else slice(j + 1, n)
+                X[:, rows] -= A[:, rows, j, None] * X[:, j, None, :]

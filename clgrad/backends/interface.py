@@ -272,10 +272,11 @@ class Backend(Protocol):
         gives NaN (or inf) from the failed column on. ``a`` float32/float64, contiguous, offset 0."""
 
     def panels_ok(self, a) -> bool:
-        """Whether the panel primitives (``getrf_panel``, ``potrf_panel``, ``trsm_lower``) may run on ``a``'s device:
+        """Whether the panel primitives (``getrf_panel``, ``potrf_panel``, ``trsm``) may run on ``a``'s device:
         False where a work-item's loops stop early (llvmpipe's loop limiter), where the callers keep their composed
         path instead."""
 
-    def trsm_lower(self, a, b) -> None:
-        """Forward substitution: ``b`` [B, n, k] is overwritten by X with L X = b, L the lower triangle of ``a``
-        [B, n, n] (its diagonal included: a unit diagonal is the caller's). Float32/float64, contiguous, offset 0."""
+    def trsm(self, a, b, upper: bool = False, unit: bool = False) -> None:
+        """Substitution: ``b`` [B, n, k] (contiguous, offset 0) is overwritten by X with A X = b, A the lower (``upper``:
+        upper) triangle of ``a`` [B, n, n], read in place whatever its strides and offset (a transposed or broadcast
+        view); its diagonal is taken as ones and not read when ``unit``. Float32/float64."""

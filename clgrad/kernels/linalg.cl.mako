@@ -13,7 +13,8 @@
 ## (LAPACK's getf2: the first largest |value| pivots, a zero pivot is skipped); piv [kmin] gets the 1-based rows.
 ## kind "potrf": unblocked lower Cholesky of the diagonal block A[k:e, k:e] of A [n, n] (NaN when not PD); the
 ## block's strict upper triangle is scratch (it gets L^T).
-## kind "trsm": forward substitution, X with L X = B for lower triangular L [n, n], B [n, k] overwritten by X.
+## kind "trsm": substitution, X with A X = B for triangular A [n, n] (lower, forward; ``upper``, backward; a unit
+## diagonal not read when ``unit``), B [n, k] overwritten by X.
 ## All three loop over the columns inside one launch (barriers between the steps, ``wg`` work-items a power of
 ## two), and contraction to fma is off so that the values round as the composed ops' (ops/linalg_lu.py) do.
 <%namespace name="cl" file="prelude.cl.mako"/>\
@@ -200,7 +201,8 @@ __kernel void ${name}(__global T *a_all, __global int *piv_all, IDX m, IDX c, ID
     __global int *piv = piv_all + g * kmin;
     __local T best_v[${wg}];
     __local IDX best_i[${wg}];
-    __local T pivot[2];  // the pivot and the old diagonal, read before anyone writes column j
+    // three barriers per column with one work-item (a CPU pays for each on every work-group): the candidates, the
+    // swap, the update; with more, one to pick among the candidates
     for (IDX j = k; j < e; ++j) {
         T bv = -1;
         IDX bi = m;
@@ -211,19 +213,21 @@ __kernel void ${name}(__global T *a_all, __global int *piv_all, IDX m, IDX c, ID
         best_v[lid] = bv;
         best_i[lid] = bi;
         barrier(CLK_LOCAL_MEM_FENCE | CLK_GLOBAL_MEM_FENCE);
-        if (lid == 0) {  // the work-items' candidates in order: the first of equal values wins
-            for (IDX i = 1; i < L; ++i) {
-                if (beats(best_v[i], best_i[i], bv, bi)) { bv = best_v[i]; bi = best_i[i]; }
+        if (L > 1) {  // uniform: the work-items' candidates in order, the first of equal values wins (one
+                      // scan and a barrier: a tree's log2(L) barriers cost more on llvmpipe, its loop limiter
+                      // counting a trip per SIMD batch of the group at each barrier)
+            if (lid == 0) {
+                for (IDX i = 1; i < L; ++i) {
+                    if (beats(best_v[i], best_i[i], bv, bi)) { bv = best_v[i]; bi = best_i[i]; }
+                }
+                best_i[0] = bi;
             }
-            best_i[0] = bi;
-            piv[j] = (int)(bi + 1);
-            pivot[0] = A[bi * c + j];
-            pivot[1] = A[j * c + j];
+            barrier(CLK_LOCAL_MEM_FENCE);
         }
-        barrier(CLK_LOCAL_MEM_FENCE | CLK_GLOBAL_MEM_FENCE);
         const IDX p = best_i[0];
-        const T d = pivot[0], old = pivot[1];
+        const T d = A[p * c + j], old = A[j * c + j];  // column j is written only after the next barrier
         const T div = d != 0 ? d : (T)1;  // a zero pivot has a zero column below it: LAPACK skips it
+        if (lid == 0) piv[j] = (int)(p + 1);
         if (p != j) {  // swap rows j and p, but for column j, which the division below writes
             for (IDX l = lid; l < c; l += L) {
                 if (l != j) {
@@ -233,13 +237,24 @@ __kernel void ${name}(__global T *a_all, __global int *piv_all, IDX m, IDX c, ID
                 }
             }
         }
-        for (IDX r = j + lid; r < m; r += L) A[r * c + j] = r == j ? d : (r == p ? old : A[r * c + j]) / div;
-        barrier(CLK_GLOBAL_MEM_FENCE | CLK_LOCAL_MEM_FENCE);
-        for (IDX r = j + 1 + lid; r < m; r += L) {  // a row per work-item: the inner loop is contiguous (SIMD)
-            const T x = A[r * c + j];
-            for (IDX l = j + 1; l < e; ++l) A[r * c + l] -= x * A[j * c + l];
-        }
         barrier(CLK_GLOBAL_MEM_FENCE);
+        // a row per work-item: its multiplier (column j divided by the pivot), then its rank-1 update from the
+        // pivot row, on a CPU in explicit 8-wide vectors (PoCL vectorizes across work-items, which here would gather
+        // rows; the same operations per element, so the same rounding; llvmpipe's loop limiter counted more trips)
+        __global const T *prow = A + j * c + j + 1;
+        const IDX w = e - j - 1;
+        for (IDX r = j + lid; r < m; r += L) {
+            const T x = r == j ? d : (r == p ? old : A[r * c + j]) / div;
+            A[r * c + j] = x;
+            if (r == j) continue;
+            __global T *row = A + r * c + j + 1;
+            IDX l = 0;
+% if vec:
+            for (; l + 8 <= w; l += 8) vstore8(vload8(0, row + l) - x * vload8(0, prow + l), 0, row + l);
+% endif
+            for (; l < w; ++l) row[l] -= x * prow[l];
+        }
+        barrier(CLK_GLOBAL_MEM_FENCE | CLK_LOCAL_MEM_FENCE);
     }
 }
 % elif kind == "potrf":
@@ -261,28 +276,67 @@ __kernel void ${name}(__global T *a_all, IDX n, IDX k, IDX e)
         barrier(CLK_GLOBAL_MEM_FENCE);
         for (IDX r = j + 1 + lid; r < e; r += L) {  // the lower triangle of the trailing block, a row per item
             const T x = A[j * n + r];
-            for (IDX l = j + 1; l <= r; ++l) A[r * n + l] -= x * A[j * n + l];
+            __global T *row = A + r * n + j + 1;
+            __global const T *prow = A + j * n + j + 1;
+            const IDX w = r - j;
+            IDX l = 0;  // in explicit 8-wide vectors on a CPU, as getrf's update
+% if vec:
+            for (; l + 8 <= w; l += 8) vstore8(vload8(0, row + l) - x * vload8(0, prow + l), 0, row + l);
+% endif
+            for (; l < w; ++l) row[l] -= x * prow[l];
         }
         barrier(CLK_GLOBAL_MEM_FENCE);
     }
 }
 % elif kind == "trsm":
-__kernel void ${name}(__global const T *l_all, __global T *b_all, IDX n, IDX k)
+// A strided (a transposed, broadcast or offset view is read in place: element (i, j) of matrix g at
+// a_off + g a_sb + i a_sr + j a_sc); the columns of B split over work-groups of ``cols`` each (independent: each
+// group does for its columns what one group would do for all, so the result does not depend on the split)
+% if serial:
+// a work-item per column of B (no barriers: the columns are independent), each substituting down (up) its column
+// in dot-product form; neighbouring work-items read neighbouring columns and the same element of A. ``cols`` is
+// the number of matrices here (the launch is rounded up to whole work-groups)
+__kernel void ${name}(__global const T *l_all, __global T *b_all, IDX n, IDX k, IDX a_off, IDX a_sb, IDX a_sr,
+                      IDX a_sc, IDX cols, int upper, int unit)
 {
     #pragma OPENCL FP_CONTRACT OFF
-    const IDX g = get_group_id(0), lid = get_local_id(0), L = get_local_size(0);
-    __global const T *A = l_all + g * n * n;
+    const IDX id = get_global_id(0), g = id / k, t = id % k;
+    if (g >= cols) return;
+    __global const T *A = l_all + a_off + g * a_sb;
+    __global T *B = b_all + g * n * k + t;
+    for (IDX s = 0; s < n; ++s) {
+        const IDX j = upper ? n - 1 - s : s;
+        const IDX lo = upper ? j + 1 : 0, hi = upper ? n : j;
+        T x = B[j * k];
+        for (IDX i = lo; i < hi; ++i) x -= A[j * a_sr + i * a_sc] * B[i * k];
+        B[j * k] = unit ? x : x / A[j * a_sr + j * a_sc];
+    }
+}
+% else:
+__kernel void ${name}(__global const T *l_all, __global T *b_all, IDX n, IDX k, IDX a_off, IDX a_sb, IDX a_sr,
+                      IDX a_sc, IDX cols, int upper, int unit)
+{
+    #pragma OPENCL FP_CONTRACT OFF
+    const IDX blocks = (k + cols - 1) / cols;
+    const IDX g = get_group_id(0) / blocks, t0 = (get_group_id(0) % blocks) * cols;
+    const IDX t1 = min(k, t0 + cols), lid = get_local_id(0), L = get_local_size(0);
+    __global const T *A = l_all + a_off + g * a_sb;
     __global T *B = b_all + g * n * k;
-    for (IDX j = 0; j < n; ++j) {
-        const T d = A[j * n + j];
-        for (IDX t = lid; t < k; t += L) B[j * k + t] /= d;
-        barrier(CLK_GLOBAL_MEM_FENCE);
-        for (IDX i = j + 1 + lid; i < n; i += L) {  // a row per work-item: the inner loop is contiguous (SIMD)
-            const T a = A[i * n + j];
-            for (IDX t = 0; t < k; ++t) B[i * k + t] -= a * B[j * k + t];
+    for (IDX s = 0; s < n; ++s) {
+        const IDX j = upper ? n - 1 - s : s;
+        if (!unit) {  // uniform over the group: every work-item meets the barrier or none does
+            const T d = A[j * a_sr + j * a_sc];
+            for (IDX t = t0 + lid; t < t1; t += L) B[j * k + t] /= d;
+            barrier(CLK_GLOBAL_MEM_FENCE);
+        }
+        const IDX lo = upper ? 0 : j + 1, hi = upper ? j : n;
+        for (IDX i = lo + lid; i < hi; i += L) {  // a row per work-item: the inner loop is contiguous (SIMD)
+            const T a = A[i * a_sr + j * a_sc];
+            for (IDX t = t0; t < t1; ++t) B[i * k + t] -= a * B[j * k + t];
         }
         barrier(CLK_GLOBAL_MEM_FENCE);
     }
 }
+% endif
 % endif
 

@@ -20,6 +20,8 @@ from ..autograd import grad_mode
 from ..autograd.function import Function
 from ..tensor import Tensor
 from .creation import arange, eye, tensor, zeros
+from .gather import _along
+from .indexing import _gather_raw
 from .joins import cat
 from .linalg_solve import (
     BLOCK,
@@ -99,12 +101,25 @@ def _panels(W: Tensor, kmin: int):
     return (cat([p.unsqueeze(-1) for p in pivots], -1) + offsets).to(dtype=D.int32)
 
 
+_ROWS: dict = {}  # (m, dtype, device) -> [1, m, 1] row numbers: arange writes from the host, which waits for the queue
+
+
+def _row_numbers(m: int, dtype, device) -> Tensor:
+    key = (m, dtype, device)
+    rows = _ROWS.get(key)
+    if rows is None:
+        if len(_ROWS) > 64:
+            _ROWS.clear()
+        rows = _ROWS[key] = arange(m, dtype=dtype, device=device).reshape(1, m, 1)
+    return rows
+
+
 def getrf(A: Tensor):
     """Untracked (LU, pivots int32 1-based, perm int64, info int32) of A [..., m, n]; rows perm[i] of A form
     row i of P^T A = L U."""
     m, n = A.shape[-2:]
     batch = tuple(A.shape[:-2])
-    rows = arange(m, dtype=A.dtype, device=A.device).reshape(1, m, 1)
+    rows = _row_numbers(m, A.dtype, A.device)
     flat = A.reshape(math.prod(batch), m, n)
     W = cat([flat, rows.expand(flat.shape[0], m, 1)], -1).contiguous()
     piv = _panels(W, min(m, n)).reshape(batch + (min(m, n),))
@@ -135,10 +150,15 @@ def _perm_matrix(perm: Tensor, dtype) -> Tensor:
 
 
 def _permute_rows(B: Tensor, perm: Tensor) -> Tensor:
-    """Rows perm[i] of B [..., m, k] (perm [..., m], batch dims broadcast)."""
+    """Rows perm[i] of B [..., m, k] (perm [..., m], batch dims broadcast). Untracked, the permutation (ours, in
+    range) is not bounds-checked: the check reads a flag back, which would wait for the factorization."""
     batch = broadcast_shapes(B.shape[:-2], perm.shape[:-1])
     idx = perm.expand(tuple(batch) + (perm.shape[-1],)).unsqueeze(-1).expand(tuple(batch) + tuple(B.shape[-2:]))
-    return B.expand(tuple(batch) + tuple(B.shape[-2:])).gather(-2, idx)
+    src = B.expand(tuple(batch) + tuple(B.shape[-2:]))
+    if grad_mode.is_grad_enabled() and B.requires_grad:
+        return src.gather(-2, idx)
+    base, along, _ = _along(src, src.dim() - 2, idx)
+    return _gather_raw(base, along, None, wrap=False, checked=False)
 
 
 def _inverse_perm(perm: Tensor) -> Tensor:

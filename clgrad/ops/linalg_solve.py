@@ -4,8 +4,11 @@
 
 The algorithms are blocked so that the launch count does not grow with n^2 or n^3 (issue 17):
 
-- a triangular solve inverts the 64x64 diagonal blocks all at once by recursive doubling (log2(64) = 6 levels of
-  two batched matmuls: inv([[A, 0], [C, B]]) = [[A^-1, 0], [-B^-1 C A^-1, B^-1]]), then substitutes block by block
+- a triangular solve (float32/float64) is the backend's ``trsm`` primitive, reading A in place through its strides
+  (upper or lower, unit diagonal or not): one launch for up to 8 right-hand sides or n <= 64, else 64-row blocks
+  with a matmul updating the rows still to solve. Where the primitive may not run (float16/bfloat16, llvmpipe's
+  loop limit) it inverts the 64x64 diagonal blocks all at once by recursive doubling (log2(64) = 6 levels of two
+  batched matmuls: inv([[A, 0], [C, B]]) = [[A^-1, 0], [-B^-1 C A^-1, B^-1]]), then substitutes block by block
   (n/64 steps of two matmuls), as MAGMA's trsm does;
 - Cholesky is right-looking: each 64-column diagonal block is factored by the backend's ``potrf_panel`` primitive
   (one launch, one work-group per matrix; float16/bfloat16 go column by column through ops, five small launches
@@ -144,12 +147,11 @@ def _diagonal_block_inverses(L: Tensor, nb: int) -> Tensor:
 
 
 def _trsm_lower(L: Tensor, B: Tensor) -> Tensor:
-    """X with L @ X = B for lower triangular L [b, n, n] (its upper triangle already zero) and B [b, n, k]."""
+    """X with L @ X = B for lower triangular L [b, n, n] (its upper triangle already zero) and B [b, n, k], composed
+    from matmuls (where the backend's substitution kernel may not run)."""
     b, n, k = B.shape
     if n == 0 or k == 0:
         return zeros(B.shape, dtype=B.dtype, device=B.device)
-    if B.dtype in (D.float32, D.float64) and backends.get(B.device).panels_ok(B):
-        return _substitute(L, B)
     nb = min(BLOCK, _pow2(n))
     size = -(-n // nb) * nb
     if size != n:  # pad with an identity block: the padded rows solve to zero
@@ -171,20 +173,35 @@ def _trsm_lower(L: Tensor, B: Tensor) -> Tensor:
     return X[:, :n]
 
 
-def _substitute(L: Tensor, B: Tensor) -> Tensor:
-    """``_trsm_lower`` by the backend's ``trsm_lower`` (forward substitution, one launch, one work-group per
-    matrix): at once for a few right-hand sides, else by blocks of 64 rows with a matmul updating those below."""
-    be, n = backends.get(B.device), B.shape[1]
-    X = B.clone(memory_format=contiguous_format)  # the kernel's own, dense and at offset 0
-    if n <= BLOCK or B.shape[2] <= SUBSTITUTE_COLUMNS:
-        be.trsm_lower(L.contiguous(), X)
-        return X
-    for i in range(0, n, BLOCK):
+def _batch_view(A: Tensor, batch: tuple) -> Tensor:
+    """A [..., n, n] broadcast to ``batch`` as a [prod(batch), n, n] tensor: a view (no copy) when the batch dims
+    collapse to one stride (contiguous, broadcast or a single matrix), else a contiguous copy."""
+    A = A.expand(tuple(batch) + tuple(A.shape[-2:]))
+    dims = [(d, st) for d, st in zip(A.shape[:-2], A.stride()[:-2]) if d != 1]
+    if all(dims[i][1] == dims[i + 1][1] * dims[i + 1][0] for i in range(len(dims) - 1)):
+        stride = dims[-1][1] if dims else 0
+        return A.as_strided((math.prod(batch),) + tuple(A.shape[-2:]), (stride,) + tuple(A.stride()[-2:]),
+                            A.storage_offset())
+    return batched(A, batch)
+
+
+def _substitute(A: Tensor, X: Tensor, upper: bool, unit: bool) -> None:
+    """X [b, n, k] (its own storage, dense at offset 0) <- A^-1 X for the triangle of A [b, n, n] (read in place),
+    by the backend's ``trsm`` (substitution, one launch): at once for a few right-hand sides, else by blocks of 64
+    rows with a matmul updating the rows still to solve."""
+    be, n = backends.get(X.device), X.shape[1]
+    if n <= BLOCK or X.shape[2] <= SUBSTITUTE_COLUMNS:
+        be.trsm(A, X, upper, unit)
+        return
+    starts = range(0, n, BLOCK)
+    for i in (reversed(starts) if upper else starts):
         r = slice(i, min(i + BLOCK, n))
-        rhs = X[:, r] - _mm(L[:, r, :i], X[:, :i]) if i else X[:, r].clone(memory_format=contiguous_format)
-        be.trsm_lower(L[:, r, r].contiguous(), rhs)
+        if upper:
+            rhs = X[:, r] - A[:, r, r.stop:] @ X[:, r.stop:] if r.stop < n else X[:, r].clone(memory_format=contiguous_format)
+        else:
+            rhs = X[:, r] - A[:, r, :i] @ X[:, :i] if i else X[:, r].clone(memory_format=contiguous_format)
+        be.trsm(A[:, r, r], rhs, upper, unit)
         X[:, r] = rhs
-    return X
 
 
 def triangle(A: Tensor, upper: bool, unitriangular: bool) -> Tensor:
@@ -200,14 +217,21 @@ def trsm(A: Tensor, B: Tensor, upper: bool, left: bool = True, unitriangular: bo
     """Untracked triangular solve of A [..., n, n] and B [..., n, k] (right: [..., k, n]), batches broadcast."""
     if not left:
         return trsm(A.mT, B.mT, not upper, True, unitriangular).mT
-    batch = broadcast_shapes(A.shape[:-2], B.shape[:-2])
+    batch = tuple(broadcast_shapes(A.shape[:-2], B.shape[:-2]))
+    out_shape = batch + tuple(B.shape[-2:])
+    if B.dtype in (D.float32, D.float64) and backends.get(B.device).panels_ok(B):
+        X = B.expand(out_shape).clone(memory_format=contiguous_format)
+        if B.numel() and X.numel():
+            _substitute(_batch_view(A, batch), X.reshape((math.prod(batch),) + tuple(B.shape[-2:])), upper,
+                        unitriangular)
+        return X
     T = batched(triangle(A, upper, unitriangular), batch)
     Bb = batched(B, batch)
     if upper:  # J A J is lower triangular for the exchange matrix J
         X = _trsm_lower(T.flip(-2, -1), Bb.flip(-2)).flip(-2)
     else:
         X = _trsm_lower(T, Bb)
-    return X.reshape(tuple(batch) + tuple(B.shape[-2:]))
+    return X.reshape(out_shape)
 
 
 class SolveTriangular(Function):

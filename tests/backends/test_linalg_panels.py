@@ -1,4 +1,4 @@
-"""The unblocked panel primitives ``getrf_panel``, ``potrf_panel`` and ``trsm_lower`` (backends/cpu_linalg.py,
+"""The unblocked panel primitives ``getrf_panel``, ``potrf_panel`` and ``trsm`` (backends/cpu_linalg.py,
 backends/opencl/linalg.py, kernels/linalg.cl.mako) against the composed ops they replace, numpy and PyTorch, on odd
 sizes, batches, singular and not positive-definite matrices."""
 from __future__ import annotations
@@ -91,21 +91,39 @@ def test_potrf_panel(device, dtype, n):
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
-@pytest.mark.parametrize("n, k", [(1, 1), (3, 2), (17, 1), (64, 5), (65, 3), (130, 1), (130, 70)])
-def test_trsm_lower(device, dtype, n, k):
-    """Forward substitution (the primitive) and the triangular solves built on it, against numpy."""
+@pytest.mark.parametrize("n, k", [(1, 1), (3, 2), (17, 1), (64, 5), (65, 3), (130, 1), (130, 70), (40, 300)])
+@pytest.mark.parametrize("upper, unit", [(False, False), (True, False), (False, True), (True, True)])
+def test_trsm(device, dtype, n, k, upper, unit):
+    """Substitution (the primitive, its columns split over work-groups) with A read in place as a strided,
+    transposed, offset or broadcast view, and the triangular solves built on it, against numpy."""
     _skip_fp64(device, dtype)
     rng = np.random.default_rng(n + k)
     L = np.tril(rng.uniform(-1, 1, (2, n, n)) / n) + np.eye(n) * rng.uniform(1, 2, (2, n, 1))
+    T = L.transpose(0, 2, 1) if upper else L
+    ref = T.copy()
+    if unit:
+        ref[:, np.arange(n), np.arange(n)] = 1.0
     B = rng.standard_normal((2, n, k))
-    want = np.linalg.solve(L, B)
+    want = np.linalg.solve(ref, B)
+    be = backends.get(clgrad.device(device))
+    big = clgrad.tensor(np.pad(L, ((0, 0), (1, 0), (2, 0))).astype(dtype), device=device)  # at an offset, strided
+    views = {"dense": clgrad.tensor(T.astype(dtype), device=device),
+             "offset": big[:, 1:, 2:].mT if upper else big[:, 1:, 2:],
+             "transposed": clgrad.tensor(T.transpose(0, 2, 1).astype(dtype), device=device).mT}
+    for name, A in views.items():
+        X = clgrad.tensor(B.astype(dtype), device=device)
+        be.trsm(A, X, upper, unit)
+        np.testing.assert_allclose(to_numpy(X), want, rtol=TOL[dtype], atol=TOL[dtype], err_msg=name)
+    one = clgrad.tensor(T[:1].astype(dtype), device=device).expand(2, n, n)  # batch stride 0
     X = clgrad.tensor(B.astype(dtype), device=device)
-    backends.get(X.device).trsm_lower(clgrad.tensor(L.astype(dtype), device=device), X)
-    np.testing.assert_allclose(to_numpy(X), want, rtol=TOL[dtype], atol=TOL[dtype])
-    U = clgrad.tensor(L.transpose(0, 2, 1).astype(dtype), device=device)
-    got = clgrad.linalg.solve_triangular(U, clgrad.tensor(B.astype(dtype), device=device), upper=True)
-    np.testing.assert_allclose(to_numpy(got), np.linalg.solve(L.transpose(0, 2, 1), B), rtol=TOL[dtype],
-                               atol=TOL[dtype])
+    be.trsm(one, X, upper, unit)
+    np.testing.assert_allclose(to_numpy(X), np.linalg.solve(ref[:1], B), rtol=TOL[dtype], atol=TOL[dtype])
+    got = clgrad.linalg.solve_triangular(views["offset"], clgrad.tensor(B.astype(dtype), device=device),
+                                         upper=upper, unitriangular=unit)
+    np.testing.assert_allclose(to_numpy(got), want, rtol=TOL[dtype], atol=TOL[dtype])
+    got = clgrad.linalg.solve_triangular(views["dense"][:1], clgrad.tensor(B.astype(dtype), device=device),
+                                         upper=upper, unitriangular=unit)  # one matrix, a batch of right sides
+    np.testing.assert_allclose(to_numpy(got), np.linalg.solve(ref[:1], B), rtol=TOL[dtype], atol=TOL[dtype])
 
 
 def test_empty_batches(device):
@@ -115,6 +133,7 @@ def test_empty_batches(device):
     be = backends.get(W.device)
     be.getrf_panel(W, piv, 0, 4)
     be.potrf_panel(clgrad.zeros((0, 4, 4), device=device), 0, 4)
-    be.trsm_lower(clgrad.zeros((0, 4, 4), device=device), clgrad.zeros((0, 4, 2), device=device))
+    be.trsm(clgrad.zeros((0, 4, 4), device=device), clgrad.zeros((0, 4, 2), device=device))
+    be.trsm(clgrad.zeros((2, 4, 4), device=device), clgrad.zeros((2, 4, 0), device=device), True, True)
     assert clgrad.linalg.solve(clgrad.eye(3, device=device).expand(0, 3, 3), clgrad.zeros(0, 3, 1,
                                                                                         device=device)).shape == (0, 3, 1)

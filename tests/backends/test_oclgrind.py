@@ -20,6 +20,7 @@ import clgrad
 import clgrad.nn.functional as F
 from clgrad.backends.opencl import conv_gemm as clconv_gemm
 from clgrad.backends.opencl import fft as clfft
+from clgrad.backends.opencl import linalg as cl_linalg
 from clgrad.backends.opencl import programs
 from clgrad.backends.opencl import scan as clscan
 from clgrad.ops import fft_core
@@ -409,6 +410,10 @@ def _linalg(device, cls, n):
     with pytest.MonkeyPatch.context() as mp:  # small panels run on a loop-limited device (llvmpipe) too
         mp.setattr(clgrad.backends.get(clgrad.device(device)), "panels_ok", lambda a: True)
         _same(device, lambda x: (clgrad.linalg.solve(spd(x), x[:, k:].mT), clgrad.linalg.cholesky(spd(x))),
+              _arr(shape, "float32"), grad=True)
+        # the substitution kernel's other form (a work-item per column, as on a CPU)
+        mp.setattr(cl_linalg, "SERIAL_COLUMNS", dict.fromkeys(cl_linalg.SERIAL_COLUMNS, 8))
+        _same(device, lambda x: clgrad.linalg.solve_triangular(spd(x), x[:, k:].mT, upper=False),
               _arr(shape, "float32"), grad=True)
 
 

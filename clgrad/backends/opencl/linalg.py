@@ -9,10 +9,19 @@ from . import looplimit, programs
 from .launch import Args, Launcher, index_type
 
 LOCAL = (64, 256)  # work-items per matrix, below and from n = 128: a round updates n/2 column pairs of n rows
-# work-items per matrix of a panel kernel (a power of two; below and from 128 rows), on a CPU and elsewhere: a CPU
-# work-item takes whole rows in a SIMD loop, and on PoCL (2 cores) 8 took a third of 64's time on a 32x64x64 batch
-# and 16 a quarter of 64's on one 512x512
-PANEL_LOCAL = {True: (8, 16), False: (64, 256)}
+# work-items per matrix of the getrf and potrf panels (a power of two; below and from 128 rows), on a CPU and
+# elsewhere: a CPU work-item takes whole rows in explicit vectors, and every barrier costs each work-group, so on
+# PoCL (2 cores) one work-item per matrix took 327 us on a 32x64x64 batch against 595 for 8 and 1283 for 16, and
+# 640 us against 685 for 16 on one 1024x1024 panel
+# (a CPU whose compiler stops a work-item's loops early, llvmpipe, keeps 8 and 16: each work-item loops less)
+PANEL_LOCAL = {"cpu": (1, 1), "limited": (8, 16), "other": (64, 256)}
+# the same for the substitution kernel's group form (many right-hand sides): 8 took a third of 64's time on PoCL
+TRSM_LOCAL = {"cpu": (8, 16), "limited": (8, 16), "other": (64, 256)}
+# up to how many right-hand sides per matrix the substitution kernel takes a work-item per column (no barriers)
+# rather than a work-group per slice of columns stepping through the rows together, on a CPU and elsewhere. On PoCL
+# (2 cores) the serial form took 32 us against 102 on a 32x64x64 batch with one right-hand side and 0.26 ms against
+# 1.2 on one 1024x1024; from 8 columns on, and at 64 on 64 rows, the group form was faster (113 us against 549)
+SERIAL_COLUMNS = {"cpu": 4, "limited": 0, "other": 0}
 MAX_SWEEPS = {D.float32: 20, D.float64: 30}  # Jacobi converges quadratically: ~6-10 sweeps in practice
 
 
@@ -39,7 +48,7 @@ def _launches(dev, kind: str, dims, local: int, max_sweeps: int):
 
 
 class CLLinalg:
-    PRIMITIVES = ("eigh", "svd_jacobi", "getrf_panel", "potrf_panel", "trsm_lower", "panels_ok")
+    PRIMITIVES = ("eigh", "svd_jacobi", "getrf_panel", "potrf_panel", "trsm", "panels_ok")
 
     def __init__(self, backend, launcher: Launcher):
         self.be, self.rt = backend, launcher
@@ -61,7 +70,8 @@ class CLLinalg:
         args.idx(*dims)
         args.scalar(D.int32.np, 0, 0)  # max_sweeps and stage, set per launch below
         local = min(LOCAL[n >= 128], dev.props.max_work_group_size)
-        params = dict(kind=kind, ctype=dt.ctype, idx_t=idx_t, fp64=dt is D.float64, wg=local)
+        params = dict(kind=kind, ctype=dt.ctype, idx_t=idx_t, fp64=dt is D.float64, wg=local, serial=False,
+                      vec=_kind(dev) == "cpu")
         kernel = programs.get_kernel(dev, "linalg", f"{kind}_jacobi_{dt.ctype}", tuple(args.types), params)
         values = list(args.values)
         for sweeps, stage in _launches(dev, kind, dims, local, MAX_SWEEPS[dt]):
@@ -92,7 +102,8 @@ class CLLinalg:
         args = Args(idx_np)
         args.buf(*bufs)
         args.idx(*dims)
-        params = dict(kind=kind, ctype=dt.ctype, idx_t=idx_t, fp64=dt is D.float64, wg=local)
+        params = dict(kind=kind, ctype=dt.ctype, idx_t=idx_t, fp64=dt is D.float64, wg=local, serial=False,
+                      vec=_kind(dev) == "cpu")
         kernel = programs.get_kernel(dev, "linalg", f"{kind}_panel_{dt.ctype}", tuple(args.types), params)
         kernel(dev.queue, (batch * local,), (local,), *args.values)
 
@@ -101,9 +112,35 @@ class CLLinalg:
         limiter allows for large matrices: on such a device the callers keep their composed path (no wrong answer)."""
         return looplimit.loop_limit(self.rt.dev(a)) is None
 
-    def trsm_lower(self, a, b) -> None:
-        """``b`` [B, n, k] <- X with L X = b for the lower triangle L of ``a`` [B, n, n]; see interface.Backend."""
-        self._panel("trsm", b, [a._storage.data, b._storage.data], (b.shape[1], b.shape[2]))
+    def trsm(self, a, b, upper: bool = False, unit: bool = False) -> None:
+        """``b`` [B, n, k] <- X with A X = b for the triangle of ``a`` [B, n, n] (any strides); see interface."""
+        batch, n, k = b.shape
+        if b.numel() == 0:
+            return
+        dt, dev = b.dtype, self.rt.dev(b)
+        if dt not in MAX_SWEEPS:
+            raise NotImplementedError(f"linalg: clgrad's trsm kernel takes float32 and float64, not {dt}")
+        self.rt.check_dtype(dev, dt)
+        sb, sr, sc = a._strides
+        big = max(b.numel(), a._offset + sum(abs(s) * (d - 1) for s, d in zip(a._strides, a.shape)) + 1) > INT32_MAX
+        idx_np, idx_t = index_type(big)
+        serial = k <= SERIAL_COLUMNS[_kind(dev)]
+        if serial:  # a work-item per column, work-groups of up to 16 (a CPU's SIMD lanes)
+            local = min(16, dev.props.max_work_group_size)
+            split, size = batch, -(-batch * k // local) * local
+        else:  # enough work-groups to fill the device (a few per compute unit), each a slice of the columns
+            local = _local(dev, n, TRSM_LOCAL)
+            blocks = max(1, min(-(-4 * dev.props.compute_units // batch), -(-k // 16)))
+            split = -(-k // blocks)
+            size = batch * -(-k // split) * local
+        args = Args(idx_np)
+        args.buf(a._storage.data, b._storage.data)
+        args.idx(n, k, a._offset, sb if a.shape[0] > 1 else 0, sr, sc, split)
+        args.scalar(D.int32.np, int(upper), int(unit))
+        params = dict(kind="trsm", ctype=dt.ctype, idx_t=idx_t, fp64=dt is D.float64, wg=local, serial=serial,
+                      vec=False)
+        kernel = programs.get_kernel(dev, "linalg", f"trsm_panel_{dt.ctype}", tuple(args.types), params)
+        kernel(dev.queue, (size,), (local,), *args.values)
 
     def getrf_panel(self, a, piv, k: int, e: int) -> None:
         """LU with partial pivoting of columns k..e-1 of ``a`` [B, m, c] in place; see interface.Backend."""
@@ -115,7 +152,14 @@ class CLLinalg:
         self._panel("potrf", a, [a._storage.data], (a.shape[-1], k, e))
 
 
-def _local(dev, rows: int) -> int:
+def _kind(dev) -> str:
+    """"cpu", "limited" (a CPU with llvmpipe's loop limit) or "other" (a GPU, an accelerator, a simulator)."""
+    if "CPU" not in dev.props.type:
+        return "other"
+    return "cpu" if looplimit.loop_limit(dev) is None else "limited"
+
+
+def _local(dev, rows: int, table: dict = None) -> int:
     """Work-items per matrix of a panel kernel: a power of two within the device's limit."""
-    local = min(PANEL_LOCAL["CPU" in dev.props.type][rows >= 128], dev.props.max_work_group_size)
+    local = min((table or PANEL_LOCAL)[_kind(dev)][rows >= 128], dev.props.max_work_group_size)
     return 1 << (local.bit_length() - 1)
