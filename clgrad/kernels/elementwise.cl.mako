@@ -37,12 +37,13 @@ ${cl.header(fp64, idx_t)}\
 // |x|^y = 2^(y log2|x|) in double (log2 of the mantissa by atanh's series, 2^f by Taylor's, both to ~1e-12), so the
 // float result is the correctly rounded one nearly always, like PyTorch's std::pow in double; then C99's special
 // values. Selects and bitwise & | only: && and || (branches) and double builtins (rint, fabs, fmin) slow PoCL down.
-// On 256K floats (PoCL 3.1, AVX-512) it takes 5-7 ms against pow()'s 45-100 ms and exp's 0.2 ms; without the
-// special-value selects it takes 0.9 ms: what stops the vectorizer there is still to find.
+// It must be inlined: LLVM's inliner left it a call (cost 425 over its threshold of 225, POCL_VECTORIZER_REMARKS=1
+// says so), and a call stops PoCL's vectorizer: 2.8 ms against 0.43 ms inlined on 256K floats (PoCL 3.1, AVX-512;
+// exp 0.14 ms, pow() 45-100 ms).
 % if compute == "float":
 #ifdef cl_khr_fp64
 #pragma OPENCL EXTENSION cl_khr_fp64 : enable
-inline float pow_f(float x, float y) {
+inline __attribute__((always_inline)) float pow_f(float x, float y) {
     float ax = x < 0.0f ? -x : x, ay = y < 0.0f ? -y : y;
     int yi = (int)(ay < 16777216.0f ? ay : 0.0f);  // from 2^24 on every float is an even integer
     int yint = (ay >= 16777216.0f) | ((float)yi == ay), yodd = yint & yi & 1;
