@@ -340,6 +340,11 @@ def test_errors(device, case):
     with pytest.raises(type(expected.value)) as got:
         _fn("clgrad", op)(*[clgrad.tensor(a, device=device) if isinstance(a, np.ndarray) else a for a in args],
                           **kwargs)
+    if str(expected.value).startswith(("Input type (torch.Half", "expected scalar type Half")):
+        # PyTorch's CPU conv takes a float16 input down its oneDNN path or not by the CPU it runs on (the first
+        # message on an Intel Xeon, the second on an AMD EPYC, both torch 2.13): either is PyTorch's
+        assert str(got.value).startswith(("Input type (torch.Half", "expected scalar type Half")), str(got.value)
+        return
     assert str(got.value) == str(expected.value)
 
 
