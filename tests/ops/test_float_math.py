@@ -1,7 +1,9 @@
-"""clgrad's own float32 log, log1p and expm1 (kernels/elementwise.cl.mako: PoCL's builtins are scalar calls that stop
+"""clgrad's own float32 log, log1p, expm1 and erf (kernels/elementwise.cl.mako: PoCL's builtins are scalar calls that stop
 its vectorizer) against float64 numpy: within 2 ulp on a sample of every float32 bit pattern, special values and
 signed zeros exact, through the public ops, their in-place forms and the composed ops built on them."""
 from __future__ import annotations
+
+import math
 
 import numpy as np
 import pytest
@@ -10,7 +12,7 @@ import clgrad
 import clgrad.nn.functional as F
 from tests.helpers import to_numpy
 
-REFS = {"log": np.log, "log1p": np.log1p, "expm1": np.expm1}
+REFS = {"log": np.log, "log1p": np.log1p, "expm1": np.expm1, "erf": np.vectorize(math.erf, otypes=[np.float64])}
 SPECIAL = np.array([0.0, -0.0, np.inf, -np.inf, np.nan, -1.0, -1.5, 1e-45, -1e-45, 1e-40, -1e-40, 3.4e38, -3.4e38,
                     1e-8, -1e-8, 88.7, 89.0, -104.0, 0.5, -0.5, 0.41421356, -0.29289322, 1.0, 2.0], np.float32)
 
@@ -58,7 +60,7 @@ def test_special_values_and_signed_zeros(device, name):
 
 
 def test_composed_ops_match_float64(device):
-    """softplus, logsigmoid, elu, mish and xlogy (log1p, expm1 and log inside) on a strided, broadcast input."""
+    """softplus, logsigmoid, elu, mish, xlogy and gelu (log1p, expm1, log and erf inside) on a strided input."""
     rng = np.random.default_rng(0)
     base = (rng.standard_normal((6, 40)) * 8).astype(np.float32)
     x = clgrad.tensor(base, device=device).t()  # non-contiguous
@@ -70,6 +72,7 @@ def test_composed_ops_match_float64(device):
             "elu": (F.elu(x), np.where(x64 > 0, x64, np.expm1(x64))),
             "mish": (F.mish(x), x64 * np.tanh(np.log1p(np.exp(x64)))),
             "xlogy": (clgrad.xlogy(x.abs(), clgrad.tensor(np.float32(3.0), device=device)), np.abs(x64) * np.log(3.0)),
+            "gelu": (F.gelu(x), 0.5 * x64 * (1 + REFS["erf"](x64 / math.sqrt(2.0)))),
         }
     for name, (got, want) in cases.items():
         np.testing.assert_allclose(to_numpy(got), want, rtol=2e-6, atol=1e-7, err_msg=name)
