@@ -150,6 +150,35 @@ def test_cell_step_gradcheck(device, mode, chunks):
         assert gradcheck(step, inputs, **tols)
 
 
+@pytest.mark.parametrize("mode", ["RNN_TANH", "RNN_RELU", "LSTM"])
+@pytest.mark.parametrize("bias", [True, False])
+def test_cell_module_is_one_node_and_twice_differentiable(device, mode, bias):
+    """RNNCell/LSTMCell run as one fused autograd node (R._CellStep): gradcheck through the module, and
+    gradgradcheck (create_graph differentiates the composed step), as PyTorch's cells allow."""
+    from clgrad.autograd import gradgradcheck
+
+    rng = np.random.default_rng(2)
+    dtype, tols = (np.float64, {}) if fp64_ok(device) else (np.float32, dict(eps=1e-3, atol=1e-3, rtol=1e-2))
+    cell = (R.LSTMCell(3, 2, bias=bias) if mode == "LSTM" else
+            R.RNNCell(3, 2, bias=bias, nonlinearity="tanh" if mode == "RNN_TANH" else "relu"))
+    cell = cell.to(device=device, dtype=clgrad.float64 if dtype == np.float64 else clgrad.float32)
+    x, h, c = (clgrad.tensor(rng.standard_normal((2, n)).astype(dtype), device=device, requires_grad=True)
+               for n in (3, 2, 2))
+    out = cell(x, (h, c)) if mode == "LSTM" else cell(x, h)
+    first = out[0] if mode == "LSTM" else out
+    assert type(first.grad_fn).__name__.startswith("_CellStep")
+
+    def fn(x, h, c):
+        o = cell(x, (h, c)) if mode == "LSTM" else cell(x, h)
+        return o if mode == "LSTM" else (o + 0 * c,)
+
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", "Input #", UserWarning)
+        assert gradcheck(fn, (x, h, c), **tols)
+        if dtype == np.float64:
+            assert gradgradcheck(fn, (x, h, c))
+
+
 def test_dropout_between_layers_only_in_training(device):
     gru = R.GRU(3, 8, num_layers=2, dropout=0.5).to(device)
     x = clgrad.tensor(np.random.default_rng(3).standard_normal((4, 2, 3)).astype(np.float32), device=device)
