@@ -35,6 +35,27 @@ __kernel void ${name}(
     const IDX row = (IDX)get_global_id(0);
     const IDX oh = row % OH, nc = row / OH;
 ${plane("x")}\
+<% window = context.get("window") %>\
+% if window:
+    // a fixed KH x KW window inside the input (no padding or dilation): unrolled, selects only
+    for (IDX ow = 0; ow < OW; ++ow) {
+        const IDX top = oh * SH, left = ow * SW, base = x_plane + top * xs2 + left * xs3;
+        ACC best = -INFINITY;
+        IDX bi = top * W + left;
+%   for dh in range(window[0]):
+%     for dw in range(window[1]):
+        {
+            const ACC v = ${load("x", f"base + {dh} * xs2 + {dw} * xs3")};
+            const int take = (v > best) | (v != v);
+            best = take ? v : best;
+            bi = take ? (top + ${dh}) * W + left + ${dw} : bi;
+        }
+%     endfor
+%   endfor
+        ${store("out", "row * OW + ow", "best")};
+        ind[row * OW + ow] = (long)bi;
+    }
+% else:
     IDX h0 = oh * SH - PH;
     const IDX h1 = min(h0 + (KH - 1) * DH + 1, H);
     while (h0 < 0) h0 += DH;
@@ -55,6 +76,7 @@ ${plane("x")}\
         ${store("out", "row * OW + ow", "best")};
         ind[row * OW + ow] = (long)bh * W + bw;
     }
+% endif
 }
 % elif kind == "max_pool_bwd":
 // Row h of plane nc: only outputs whose window rows can include h ([oh_lo, oh_hi]) can point into it.

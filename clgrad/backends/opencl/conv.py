@@ -61,8 +61,11 @@ class CLConv:
             values.append(a)
         ctype = params.pop("ctype", dt.ctype)
         acc = _acc(dt)
+        window = params.get("window")
         params = dict(kind=kind, ctype=ctype, acc=acc.ctype, fp64=acc is D.float64, idx_t="long" if big else "int",
                       linear=params.get("linear", False))
+        if window:  # only then a key item: the recorded program groups (group_table.py) keep their keys
+            params["window"] = window
         suffix = "_bilinear" if params["linear"] else ""
         kernel = programs.get_kernel(dev, template, f"{kind}{suffix}_{ctype}", tuple(arg_dtypes), params)
         gsize, lsize = launch_size(dev, rows)
@@ -118,8 +121,13 @@ class CLConv:
         n, c, h, w = x.shape
         rows = n * c * win.oh
         args = [_data(out), _data(indices), _data(x), *_strided(x), c, h, w, win.oh, win.ow, *win[:8], rows]
+        # windows of a fixed size, all inside the input (no padding, no dilation, no ceil_mode overhang): unrolled
+        # at compile time, so the compiler vectorizes the row loop (MNIST's 2x2 pools: 324 -> 134 us on PoCL)
+        inside = (win.oh - 1) * win.sh + win.kh <= h and (win.ow - 1) * win.sw + win.kw <= w
+        fixed = (win.ph, win.pw, win.dh, win.dw) == (0, 0, 1, 1) and inside and win.kh * win.kw <= 16
         self._conv_launch(self.rt.dev(out), "pool", "max_pool", x.dtype, rows, args, max(out.numel(), x._storage.size),
-                          loops=win.ow * (1 + win.kh * (1 + win.kw)) + win.ph + win.pw + 8)
+                          loops=win.ow * (1 + win.kh * (1 + win.kw)) + win.ph + win.pw + 8,
+                          window=(win.kh, win.kw) if fixed else None)
 
     def max_pool2d_backward(self, grad_in, grad_out, indices, win) -> None:
         n, c, h, w = grad_in.shape
