@@ -24,6 +24,13 @@
           return f"round_{'half' if half_compute == 'half' else 'bf16'}((float){raw})"
       return f"({load_t}){raw}"
   oidx = "out_off + gid" if out_contig else "io"
+  import re as _re
+  def fm(code):
+      """In float, log log1p expm1 erf call clgrad's own (below), not the builtins (a macro of the builtin's name
+      would clash with PoCL's own macros for its builtins, and a program group #undefs macros between members)."""
+      if compute != "float":
+          return code
+      return _re.sub(r"\b(log1p|log|expm1|erf)\(", r"clg_\1(", code)
 %>\
 ${cl.header(fp64, idx_t)}\
 #define T ${compute}
@@ -156,10 +163,6 @@ inline __attribute__((always_inline)) float clg_erf(float x) {
     const float near = x + x * p, far = copysign(ax < 3.92f ? 1.0f - q : 1.0f, x);
     return ax < 1.0f ? near : ((x != x) ? x : far);
 }
-#define log(x) clg_log(x)
-#define log1p(x) clg_log1p(x)
-#define expm1(x) clg_expm1(x)
-#define erf(x) clg_erf(x)
 % endif
 % if half_compute == "half":
 ${cl.half_bits()}\
@@ -257,6 +260,7 @@ inline T logit_eps(T x, T eps) {
 % endif
 
 % for name, expr in kernels:
+<% expr = fm(expr) %>\
 __kernel void ${name}(
     __global ${out_ctype} *out, IDX out_off,
 % if not out_contig:
@@ -336,7 +340,7 @@ __kernel void ${name}(
     ${"uchar" if arg[2] == "bool" else arg[2]} ${letters[k]} = ${load(k, arg)};
 % endfor
 % for statement in prelude:
-    ${statement}
+    ${fm(statement)}
 % endfor
 % if name in checked:
     if (b == 0) {  /* integer division by zero: raised at the next sync (word 0: any failed check) */
