@@ -87,6 +87,17 @@ def test_shipped_table_renders():
             assert groups.group_of((template, name, items)) is not None
 
 
+def test_shipped_groups_build(cl_dev):
+    """Each shipped group compiles as its combined programs, every member in them: a member whose source clashes
+    with another's once concatenated (a helper or a macro of the same name, a macro #undef'd between members that a
+    later member relies on) fails its whole program quietly, and its kernels are then built one by one."""
+    if not programs._groups_on(cl_dev):
+        pytest.skip("groups are built on PoCL only")
+    for group, members in group_table.GROUPS.items():
+        built = programs.build_group(cl_dev, members, group)
+        assert set(built) == set(members), f"{group}: {sorted(m[1] for m in set(members) - set(built))}"
+
+
 def test_shipped_table_survives_a_new_op(monkeypatch):
     """A recorded elementwise member names its op and signature, not its bundle's kernels: after an op is added to
     the table every member still renders, the unary float bundles now include the new op, and no recorded key
