@@ -197,7 +197,9 @@ def _substitute(A: Tensor, X: Tensor, upper: bool, unit: bool) -> None:
     for i in (reversed(starts) if upper else starts):
         r = slice(i, min(i + BLOCK, n))
         if upper:
-            rhs = X[:, r] - A[:, r, r.stop:] @ X[:, r.stop:] if r.stop < n else X[:, r].clone(memory_format=contiguous_format)
+            below = slice(r.stop, n)
+            rhs = (X[:, r] - A[:, r, below] @ X[:, below] if r.stop < n
+                   else X[:, r].clone(memory_format=contiguous_format))
         else:
             rhs = X[:, r] - A[:, r, :i] @ X[:, :i] if i else X[:, r].clone(memory_format=contiguous_format)
         be.trsm(A[:, r, r], rhs, upper, unit)

@@ -1,6 +1,6 @@
-"""clgrad's own float32 log, log1p, expm1 and erf (kernels/elementwise.cl.mako: PoCL's builtins are scalar calls that stop
-its vectorizer) against float64 numpy: within 2 ulp on a sample of every float32 bit pattern, special values and
-signed zeros exact, through the public ops, their in-place forms and the composed ops built on them."""
+"""clgrad's own float32 log, log1p, expm1 and erf (kernels/elementwise.cl.mako: PoCL's builtins are scalar calls
+that stop its vectorizer) against float64 numpy: within 2 ulp on a sample of every float32 bit pattern, special
+values and signed zeros exact, through the public ops, their in-place forms and the composed ops built on them."""
 from __future__ import annotations
 
 import math
