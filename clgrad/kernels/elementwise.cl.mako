@@ -25,12 +25,15 @@
       return f"({load_t}){raw}"
   oidx = "out_off + gid" if out_contig else "io"
   import re as _re
+  _FM = _re.compile(r"\b(log1p|log|expm1|erf|sin|cos)\(")
   def fm(code):
-      """In float, log log1p expm1 erf call clgrad's own (below), not the builtins (a macro of the builtin's name
-      would clash with PoCL's own macros for its builtins, and a program group #undefs macros between members)."""
+      """In float, log log1p expm1 erf sin cos call clgrad's own (below), not the builtins (a macro of the builtin's
+      name would clash with PoCL's own macros for its builtins, and a program group #undefs macros between
+      members)."""
       if compute != "float":
           return code
-      return _re.sub(r"\b(log1p|log|expm1|erf)\(", r"clg_\1(", code)
+      return _FM.sub(r"clg_\1(", code)
+  fm_used = compute == "float" and any(_FM.search(c) for c in [e for _, e in kernels] + list(prelude))
 %>\
 ${cl.header(fp64, idx_t)}\
 #define T ${compute}
@@ -88,10 +91,11 @@ inline __attribute__((always_inline)) float pow_f(float x, float y) {
 % else:
 #define pow_f(x, y) pow(x, y)
 % endif
-% if compute == "float":
-// clgrad's float log, log1p, expm1 and erf: PoCL's builtins are scalar library calls (log 1.5 ms, log1p 1.8, expm1
-// 2.8, erf 3.5 on 256K floats against exp's 0.14: a call stops its work-item vectorizer); these are selects and
-// arithmetic only, always inlined, within 2 ulp (checked on a sample of every float32 in tests/ops/test_float_math.py)
+% if fm_used:
+// clgrad's float log, log1p, expm1, erf, sin and cos: PoCL's builtins are scalar library calls (log 1.5 ms, log1p
+// 1.8, expm1 2.8, erf 3.5, sin 3.5 on 256K floats against exp's 0.14: a call stops its work-item vectorizer); these
+// are selects and arithmetic only, always inlined, within 2 ulp (checked on a sample of every float32 in
+// tests/ops/test_float_math.py). Included only into programs whose expressions call them.
 // log(1 + f) + e ln2 for f in [sqrt(1/2) - 1, sqrt(2) - 1] (fdlibm's logf: log(1 + f) = f - hfsq + s (hfsq + R),
 // s = f / (2 + f), hfsq = f^2 / 2; ln2 split in hi + lo)
 inline __attribute__((always_inline)) float clg_log_core(float f, float fe) {
@@ -163,6 +167,72 @@ inline __attribute__((always_inline)) float clg_erf(float x) {
     const float near = x + x * p, far = copysign(ax < 3.92f ? 1.0f - q : 1.0f, x);
     return ax < 1.0f ? near : ((x != x) ? x : far);
 }
+#ifdef cl_khr_fp64
+// 2/pi's binary fraction in 32-bit words after one zero word (Payne and Hanek's table)
+__constant uint clg_2opi[8] = {0x00000000u, 0xa2f9836eu, 0x4e441529u, 0xfc2757d1u, 0xf534ddc0u, 0xdb629599u,
+                               0x3c439041u, 0xfe5163abu};
+// x = q pi/2 + r, |r| <= pi/4 (r in double): below 2^20 fdlibm's medium reduction (pi/2 in 25 + 53 bits, fn * pio2_1
+// exact); from 2^20 Payne-Hanek with 96 bits of 2/pi from the table (x = M 2^E: the bits of 2/pi from 2^-(E-1) on)
+inline __attribute__((always_inline)) double clg_rem_pio2(float x, int *q) {
+    const double xd = (double)x;
+    const double fn = floor(xd * 6.36619772367581382433e-01 + 0.5);
+    const double rm = (xd - fn * 1.57079631090164184570e+00) - fn * 1.58932547735281966916e-08;
+    const float ax = fabs(x);
+    const uint bits = as_uint(ax);
+    const int E = (int)(bits >> 23) - 150;
+    const ulong M = (ulong)((bits & 0x7fffffu) | 0x800000u);
+    const int j0 = clamp(E + 30, 0, 160);  // the medium path's lanes read the table harmlessly
+    const int w = j0 >> 5, s = j0 & 31;
+    const ulong u0 = clg_2opi[w], u1 = clg_2opi[w + 1], u2 = clg_2opi[w + 2], u3 = clg_2opi[w + 3];
+    const ulong w0 = (((u0 << 32) | u1) << s) >> 32, w1 = (((u1 << 32) | u2) << s) >> 32;
+    const ulong w2 = (((u2 << 32) | u3) << s) >> 32;
+    const ulong a = M * w2, b = M * w1, c = (M * w0) & 0xffffffffUL;
+    const ulong hi = (c << 32) + b + (a >> 32);
+    const uint lo = (uint)a;
+    int ql = (int)(hi >> 62);
+    ulong fh = hi & 0x3fffffffffffffffUL;
+    uint fl = lo;
+    const int up = (int)((fh >> 61) & 1UL);  // fraction >= 1/2: the next quadrant, the fraction negated
+    const ulong nfh = (~fh + (fl == 0u ? 1UL : 0UL)) & 0x3fffffffffffffffUL;
+    fh = up ? nfh : fh;
+    fl = up ? ~fl + 1u : fl;
+    ql += up;
+    const double f = ((double)fh + (double)fl * 2.3283064365386963e-10) * 2.168404344971009e-19;  // 2^-32, 2^-62
+    const double rl = (up ? -f : f) * 1.5707963267948966;
+    const int neg = x < 0.0f, big = ax >= 1048576.0f;
+    *q = big ? (neg ? -ql : ql) : (int)fn;
+    return big ? (neg ? -rl : rl) : rm;
+}
+inline __attribute__((always_inline)) float clg_sin_poly(float r, float z) {  // |r| <= pi/4, z = r^2
+    float p = 2.7249963690e-06f;
+    p = p * z + -1.9840087125e-04f; p = p * z + 8.3333318758e-03f; p = p * z + -1.6666666664e-01f;
+    return r + r * (z * p);
+}
+inline __attribute__((always_inline)) float clg_cos_poly(float z) {
+    float p = -2.7300986311e-07f;
+    p = p * z + 2.4800600661e-05f; p = p * z + -1.3888887673e-03f; p = p * z + 4.1666666664e-02f;
+    return 1.0f - (0.5f * z - z * (z * p));
+}
+inline __attribute__((always_inline)) float clg_sin(float x) {
+    int q;
+    const float r = (float)clg_rem_pio2(x, &q), z = r * r;
+    const float s = clg_sin_poly(r, z), c = clg_cos_poly(z);
+    const float v = (q & 1) ? c : s;
+    const float res = (q & 2) ? -v : v;
+    return fabs(x) == INFINITY ? NAN : (x == 0.0f ? x : res);  // -0 stays -0
+}
+inline __attribute__((always_inline)) float clg_cos(float x) {
+    int q;
+    const float r = (float)clg_rem_pio2(x, &q), z = r * r;
+    const float s = clg_sin_poly(r, z), c = clg_cos_poly(z);
+    const float v = (q & 1) ? s : c;
+    const float res = ((q + 1) & 2) ? -v : v;
+    return fabs(x) == INFINITY ? NAN : res;
+}
+#else
+#define clg_sin(x) sin(x)  /* the reduction works in double: without fp64, the builtins */
+#define clg_cos(x) cos(x)
+#endif
 % endif
 % if half_compute == "half":
 ${cl.half_bits()}\
