@@ -25,9 +25,9 @@
       return f"({load_t}){raw}"
   oidx = "out_off + gid" if out_contig else "io"
   import re as _re
-  _FM = _re.compile(r"\b(log1p|log|expm1|erf|sin|cos)\(")
+  _FM = _re.compile(r"\b(log1p|log|expm1|erf|sin|cos|hypot)\(")
   def fm(code):
-      """In float, log log1p expm1 erf sin cos call clgrad's own (below), not the builtins (a macro of the builtin's
+      """In float, log log1p expm1 erf sin cos hypot call clgrad's own (below), not the builtins (a macro of the builtin's
       name would clash with PoCL's own macros for its builtins, and a program group #undefs macros between
       members)."""
       if compute != "float":
@@ -229,9 +229,16 @@ inline __attribute__((always_inline)) float clg_cos(float x) {
     const float res = ((q + 1) & 2) ? -v : v;
     return fabs(x) == INFINITY ? NAN : res;
 }
+// hypot in double (no overflow or underflow there, float's squares fit): an infinity wins over NaN, as C99's
+inline __attribute__((always_inline)) float clg_hypot(float x, float y) {
+    const double xd = (double)x, yd = (double)y;
+    const float r = (float)sqrt(xd * xd + yd * yd);
+    return (fabs(x) == INFINITY) | (fabs(y) == INFINITY) ? INFINITY : r;
+}
 #else
 #define clg_sin(x) sin(x)  /* the reduction works in double: without fp64, the builtins */
 #define clg_cos(x) cos(x)
+#define clg_hypot(x, y) hypot(x, y)
 #endif
 % endif
 % if half_compute == "half":
