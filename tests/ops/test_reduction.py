@@ -390,3 +390,22 @@ def test_plan_shapes():
             assert (g - 1) * chunk < K <= g * chunk and chunk % min(vec, clreduce.VEC) == 0
             assert axis == "scalar" if with_idx else axis in ("row", "col", "scalar")
             assert chunk <= vec * clreduce.PER_ITEM  # each accumulator lane adds at most PER_ITEM elements
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float16", "float64"])
+@pytest.mark.parametrize("shape, dims", [((5, 3, 4, 6), (0, 2, 3)), ((64, 10, 24, 24), (0, 2, 3)), ((2, 3, 17), (0, 2)),
+                                         ((4, 2, 3, 16), (0, 1, 3)), ((3, 4, 5, 2), (0, 2, 3))])
+def test_sum_over_trailing_and_other_dims(device, dtype, shape, dims):
+    """A sum over the trailing dims and others (a conv bias gradient) runs as two reductions on OpenCL (the trailing
+    block first, where it is dense and >= 16 elements): the same values as numpy, dense or not."""
+    if dtype == "float64" and not fp64_ok(device):
+        pytest.skip("no cl_khr_fp64")
+    a = np.random.default_rng(len(shape)).standard_normal(shape).astype(dtype)
+    tol = {"float16": 2e-2, "float32": 1e-5, "float64": 1e-12}[dtype]
+    want = a.astype(np.float64).sum(dims)
+    for x in (make(a, device), make(np.ascontiguousarray(a.swapaxes(-1, -2)), device).transpose(-1, -2)):
+        got = to_numpy(x.sum(dims))
+        assert got.dtype == np.dtype(dtype) and got.shape == want.shape
+        np.testing.assert_allclose(got.astype(np.float64), want, rtol=tol, atol=tol * np.sqrt(a.size / want.size))
+        np.testing.assert_allclose(to_numpy(x.sum(dims, keepdim=True)).astype(np.float64).reshape(want.shape), want,
+                                   rtol=tol, atol=tol * np.sqrt(a.size / want.size))
