@@ -25,9 +25,9 @@
       return f"({load_t}){raw}"
   oidx = "out_off + gid" if out_contig else "io"
   import re as _re
-  _FM = _re.compile(r"\b(log1p|log|expm1|erf|sin|cos|hypot)\(")
+  _FM = _re.compile(r"\b(log1p|log|expm1|erf|sin|cos|hypot|atan2|atan)\(")
   def fm(code):
-      """In float, log log1p expm1 erf sin cos hypot call clgrad's own (below), not the builtins (a macro of the builtin's
+      """In float, log log1p expm1 erf sin cos hypot atan atan2 call clgrad's own (below), not the builtins (a macro of the builtin's
       name would clash with PoCL's own macros for its builtins, and a program group #undefs macros between
       members)."""
       if compute != "float":
@@ -92,7 +92,7 @@ inline __attribute__((always_inline)) float pow_f(float x, float y) {
 #define pow_f(x, y) pow(x, y)
 % endif
 % if fm_used:
-// clgrad's float log, log1p, expm1, erf, sin and cos: PoCL's builtins are scalar library calls (log 1.5 ms, log1p
+// clgrad's float log, log1p, expm1, erf, sin, cos, hypot, atan and atan2: PoCL's builtins are scalar library calls (log 1.5 ms, log1p
 // 1.8, expm1 2.8, erf 3.5, sin 3.5 on 256K floats against exp's 0.14: a call stops its work-item vectorizer); these
 // are selects and arithmetic only, always inlined, within 2 ulp (checked on a sample of every float32 in
 // tests/ops/test_float_math.py). Included only into programs whose expressions call them.
@@ -166,6 +166,34 @@ inline __attribute__((always_inline)) float clg_erf(float x) {
     q = q * t + 5.033537173e-04f;
     const float near = x + x * p, far = copysign(ax < 3.92f ? 1.0f - q : 1.0f, x);
     return ax < 1.0f ? near : ((x != x) ? x : far);
+}
+// atan of t in [0, 1] ... of any |x|: 1/|x| beyond 1 (pi/2 - atan), (t - 1)/(t + 1) beyond tan(pi/8) (pi/4 +
+// atan), then u + u z P(z) on |u| <= tan(pi/8) (a Chebyshev fit, 9e-11 relative); pi/2 and pi/4 as hi + lo
+inline __attribute__((always_inline)) float clg_atan_abs(float ax) {  // ax >= 0 or NaN
+    const int inv = ax > 1.0f;
+    const float t = inv ? 1.0f / ax : ax;
+    const int mid = t > 0.41421356f;
+    const float u = mid ? (t - 1.0f) / (t + 1.0f) : t, z = u * u;
+    float p = 5.0540937470e-02f;
+    p = p * z + -8.6272395833e-02f; p = p * z + 1.1071751408e-01f; p = p * z + -1.4284174973e-01f;
+    p = p * z + 1.9999977770e-01f; p = p * z + -3.3333333281e-01f;
+    const float a = mid ? (7.8539818525e-01f + (u + (u * (z * p) + -2.1855695032e-08f))) : u + u * (z * p);
+    return inv ? 1.5707963705e+00f + (-4.3711390063e-08f - a) : a;
+}
+inline __attribute__((always_inline)) float clg_atan(float x) {
+    const float r = copysign(clg_atan_abs(fabs(x)), x);
+    return x == 0.0f ? x : r;  // -0 stays -0
+}
+// C99's atan2: the angle of |y| / |x| folded by the signs (pi - r where x is negative or -0), both zero 0, both
+// infinite pi/4, the sign of y last
+inline __attribute__((always_inline)) float clg_atan2(float y, float x) {
+    const float ay = fabs(y), ax = fabs(x);
+    float r = clg_atan_abs(ay / ax);
+    r = (ay == 0.0f) & (ax == 0.0f) ? 0.0f : r;
+    r = (ay == INFINITY) & (ax == INFINITY) ? 7.8539818525e-01f : r;
+    r = signbit(x) ? 3.1415927410e+00f + (-8.7422780126e-08f - r) : r;
+    r = (x != x) | (y != y) ? NAN : r;
+    return copysign(r, y);
 }
 #ifdef cl_khr_fp64
 // 2/pi's binary fraction in 32-bit words after one zero word (Payne and Hanek's table)

@@ -1,4 +1,4 @@
-"""clgrad's own float32 log, log1p, expm1, erf, sin and cos (kernels/elementwise.cl.mako: PoCL's builtins are scalar calls
+"""clgrad's own float32 log, log1p, expm1, erf, sin, cos, atan, atan2 and hypot (kernels/elementwise.cl.mako: PoCL's builtins are scalar calls
 that stop its vectorizer) against float64 numpy: within 2 ulp on a sample of every float32 bit pattern, special
 values and signed zeros exact, through the public ops, their in-place forms and the composed ops built on them."""
 from __future__ import annotations
@@ -14,7 +14,7 @@ from tests.conftest import fp64_ok
 from tests.helpers import to_numpy
 
 REFS = {"log": np.log, "log1p": np.log1p, "expm1": np.expm1, "erf": np.vectorize(math.erf, otypes=[np.float64]),
-        "sin": np.sin, "cos": np.cos}
+        "sin": np.sin, "cos": np.cos, "atan": np.arctan}
 NEEDS_FP64 = ("sin", "cos")  # their range reduction works in double: a device without fp64 keeps the builtins
 SPECIAL = np.array([0.0, -0.0, np.inf, -np.inf, np.nan, -1.0, -1.5, 1e-45, -1e-45, 1e-40, -1e-40, 3.4e38, -3.4e38,
                     1e-8, -1e-8, 88.7, 89.0, -104.0, 0.5, -0.5, 0.41421356, -0.29289322, 1.0, 2.0, 0.78539816,
@@ -64,6 +64,25 @@ def test_special_values_and_signed_zeros(device, name):
         close = ~exact & ~np.isnan(want)
         own = device != "cpu" and (name not in NEEDS_FP64 or fp64_ok(device))
         np.testing.assert_allclose(got[close], want[close], rtol=3e-7 if own else 5e-7, atol=0)
+
+
+def test_atan2(device):
+    """atan2 against float64 over random pairs of every magnitude (within 3 ulp: the ratio's rounding; OpenCL
+    allows 6) and C99's special cases: signed zeros, infinities, NaN."""
+    rng = np.random.default_rng(4)
+    x = _sample(65537)
+    y = rng.permutation(x)
+    vals = np.array([0.0, -0.0, np.inf, -np.inf, np.nan, 1.0, -1.0, 1e-45, 3e38], np.float32)
+    sx, sy = (v.ravel() for v in np.meshgrid(vals, vals))
+    x, y = np.concatenate([x, sx]), np.concatenate([y, sy])
+    with np.errstate(all="ignore"):
+        want = np.arctan2(y.astype(np.float64), x.astype(np.float64))
+    got = to_numpy(clgrad.atan2(clgrad.tensor(y, device=device), clgrad.tensor(x, device=device)))
+    assert _ulps(got, want) <= 3.0
+    w32 = want.astype(np.float32)
+    np.testing.assert_array_equal(np.isnan(got), np.isnan(w32))
+    zero = w32 == 0
+    np.testing.assert_array_equal(np.signbit(got[zero]), np.signbit(w32[zero]))
 
 
 def test_hypot(device):
