@@ -25,9 +25,9 @@
       return f"({load_t}){raw}"
   oidx = "out_off + gid" if out_contig else "io"
   import re as _re
-  _FM = _re.compile(r"\b(log1p|log|expm1|erf|sin|cos|hypot|atan2|atan)\(")
+  _FM = _re.compile(r"\b(log1p|log|expm1|erf|sin|cos|hypot|atan2|atanh|atan)\(")
   def fm(code):
-      """In float, log log1p expm1 erf sin cos hypot atan atan2 call clgrad's own (below), not the builtins (a macro of the builtin's
+      """In float, log log1p expm1 erf sin cos hypot atan atan2 atanh call clgrad's own (below), not the builtins (a macro of the builtin's
       name would clash with PoCL's own macros for its builtins, and a program group #undefs macros between
       members)."""
       if compute != "float":
@@ -92,7 +92,7 @@ inline __attribute__((always_inline)) float pow_f(float x, float y) {
 #define pow_f(x, y) pow(x, y)
 % endif
 % if fm_used:
-// clgrad's float log, log1p, expm1, erf, sin, cos, hypot, atan and atan2: PoCL's builtins are scalar library calls (log 1.5 ms, log1p
+// clgrad's float log, log1p, expm1, erf, sin, cos, hypot, atan, atan2 and atanh: PoCL's builtins are scalar library calls (log 1.5 ms, log1p
 // 1.8, expm1 2.8, erf 3.5, sin 3.5 on 256K floats against exp's 0.14: a call stops its work-item vectorizer); these
 // are selects and arithmetic only, always inlined, within 2 ulp (checked on a sample of every float32 in
 // tests/ops/test_float_math.py). Included only into programs whose expressions call them.
@@ -166,6 +166,14 @@ inline __attribute__((always_inline)) float clg_erf(float x) {
     q = q * t + 5.033537173e-04f;
     const float near = x + x * p, far = copysign(ax < 3.92f ? 1.0f - q : 1.0f, x);
     return ax < 1.0f ? near : ((x != x) ? x : far);
+}
+// fdlibm's atanh in float through clg_log1p (0.5 log1p(2x + 2x^2 / (1 - x)) below 1/2, 0.5 log1p(2x / (1 - x))
+// above; the sign kept, -0 stays -0)
+inline __attribute__((always_inline)) float clg_atanh(float x) {
+    const float ax = fabs(x), t = ax + ax;
+    const float r = 0.5f * clg_log1p(ax < 0.5f ? t + t * ax / (1.0f - ax) : t / (1.0f - ax));
+    const float s = ax > 1.0f ? NAN : (ax == 1.0f ? INFINITY : r);
+    return x == 0.0f ? x : copysign(s, x);
 }
 // atan of t in [0, 1] ... of any |x|: 1/|x| beyond 1 (pi/2 - atan), (t - 1)/(t + 1) beyond tan(pi/8) (pi/4 +
 // atan), then u + u z P(z) on |u| <= tan(pi/8) (a Chebyshev fit, 9e-11 relative); pi/2 and pi/4 as hi + lo

@@ -1,6 +1,7 @@
-"""clgrad's own float32 log, log1p, expm1, erf, sin, cos, atan, atan2 and hypot (kernels/elementwise.cl.mako: PoCL's builtins are scalar calls
-that stop its vectorizer) against float64 numpy: within 2 ulp on a sample of every float32 bit pattern, special
-values and signed zeros exact, through the public ops, their in-place forms and the composed ops built on them."""
+"""clgrad's own float32 log, log1p, expm1, erf, sin, cos, atan, atan2, atanh and hypot (kernels/elementwise.cl.mako:
+PoCL's builtins are scalar calls that stop its vectorizer) against float64 numpy: within 2 ulp on a sample of every
+float32 bit pattern, special values and signed zeros exact, through the public ops, their in-place forms and the
+composed ops built on them."""
 from __future__ import annotations
 
 import math
@@ -14,7 +15,7 @@ from tests.conftest import fp64_ok
 from tests.helpers import to_numpy
 
 REFS = {"log": np.log, "log1p": np.log1p, "expm1": np.expm1, "erf": np.vectorize(math.erf, otypes=[np.float64]),
-        "sin": np.sin, "cos": np.cos, "atan": np.arctan}
+        "sin": np.sin, "cos": np.cos, "atan": np.arctan, "atanh": np.arctanh}
 NEEDS_FP64 = ("sin", "cos")  # their range reduction works in double: a device without fp64 keeps the builtins
 SPECIAL = np.array([0.0, -0.0, np.inf, -np.inf, np.nan, -1.0, -1.5, 1e-45, -1e-45, 1e-40, -1e-40, 3.4e38, -3.4e38,
                     1e-8, -1e-8, 88.7, 89.0, -104.0, 0.5, -0.5, 0.41421356, -0.29289322, 1.0, 2.0, 0.78539816,
