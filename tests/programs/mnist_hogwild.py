@@ -34,7 +34,7 @@ def dataset():
 def train(rank, model, device, epochs):
     torch.manual_seed(1 + rank)
     train_loader = DataLoader(dataset(), batch_size=32, shuffle=True)
-    optimizer = optim.SGD(model.parameters(), lr=0.05, momentum=0.5)
+    optimizer = optim.SGD(model.parameters(), lr=0.01, momentum=0.5)  # the example's defaults
     model.train()
     for epoch in range(epochs):
         for data, target in train_loader:
