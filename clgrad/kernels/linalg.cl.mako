@@ -18,6 +18,7 @@
 ## All three loop over the columns inside one launch (barriers between the steps, ``wg`` work-items a power of
 ## two), and contraction to fma is off so that the values round as the composed ops' (ops/linalg_lu.py) do.
 <%namespace name="cl" file="prelude.cl.mako"/>\
+<% serial, vec = context.get("serial", False), context.get("vec", False) %>\
 ${cl.header(fp64, idx_t)}\
 #define T ${ctype}
 #define EPS ${"DBL_EPSILON" if fp64 else "FLT_EPSILON"}

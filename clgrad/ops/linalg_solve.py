@@ -223,7 +223,7 @@ def trsm(A: Tensor, B: Tensor, upper: bool, left: bool = True, unitriangular: bo
     out_shape = batch + tuple(B.shape[-2:])
     if B.dtype in (D.float32, D.float64) and backends.get(B.device).panels_ok(B):
         X = B.expand(out_shape).clone(memory_format=contiguous_format)
-        if B.numel() and X.numel():
+        if X.numel():
             _substitute(_batch_view(A, batch), X.reshape((math.prod(batch),) + tuple(B.shape[-2:])), upper,
                         unitriangular)
         return X

@@ -70,8 +70,7 @@ class CLLinalg:
         args.idx(*dims)
         args.scalar(D.int32.np, 0, 0)  # max_sweeps and stage, set per launch below
         local = min(LOCAL[n >= 128], dev.props.max_work_group_size)
-        params = dict(kind=kind, ctype=dt.ctype, idx_t=idx_t, fp64=dt is D.float64, wg=local, serial=False,
-                      vec=_kind(dev) == "cpu")
+        params = dict(kind=kind, ctype=dt.ctype, idx_t=idx_t, fp64=dt is D.float64, wg=local)
         kernel = programs.get_kernel(dev, "linalg", f"{kind}_jacobi_{dt.ctype}", tuple(args.types), params)
         values = list(args.values)
         for sweeps, stage in _launches(dev, kind, dims, local, MAX_SWEEPS[dt]):
@@ -102,8 +101,7 @@ class CLLinalg:
         args = Args(idx_np)
         args.buf(*bufs)
         args.idx(*dims)
-        params = dict(kind=kind, ctype=dt.ctype, idx_t=idx_t, fp64=dt is D.float64, wg=local, serial=False,
-                      vec=_kind(dev) == "cpu")
+        params = dict(kind=kind, ctype=dt.ctype, idx_t=idx_t, fp64=dt is D.float64, wg=local, vec=_kind(dev) == "cpu")
         kernel = programs.get_kernel(dev, "linalg", f"{kind}_panel_{dt.ctype}", tuple(args.types), params)
         kernel(dev.queue, (batch * local,), (local,), *args.values)
 
@@ -137,8 +135,7 @@ class CLLinalg:
         args.buf(a._storage.data, b._storage.data)
         args.idx(n, k, a._offset, sb if a.shape[0] > 1 else 0, sr, sc, split)
         args.scalar(D.int32.np, int(upper), int(unit))
-        params = dict(kind="trsm", ctype=dt.ctype, idx_t=idx_t, fp64=dt is D.float64, wg=local, serial=serial,
-                      vec=False)
+        params = dict(kind="trsm", ctype=dt.ctype, idx_t=idx_t, fp64=dt is D.float64, wg=local, serial=serial)
         kernel = programs.get_kernel(dev, "linalg", f"trsm_panel_{dt.ctype}", tuple(args.types), params)
         kernel(dev.queue, (size,), (local,), *args.values)
 

@@ -13,6 +13,8 @@ import warnings
 
 from ... import backends
 from ... import dtypes as D
+from ...autograd import grad_mode
+from ...autograd.engine import grad as autograd_grad
 from ...autograd.function import Function, once_differentiable
 from ...ops import creation
 from ...ops import pointwise as P
@@ -176,64 +178,55 @@ class _LSTMSequence(Function):
         return dpre, dh, dc_next, grad_w, grad_b, None
 
 
-class _CellStep(Function):
-    """One RNNCell/LSTMCell step as one autograd node: the one-step case of _ElmanSequence / _LSTMSequence
-    (forward: a matmul and one fused kernel; backward: one fused kernel and the matmuls) where the composed cell
-    recorded ~10 tracked ops forward and ~25 launches backward. PyTorch's cells are twice differentiable, so
-    under ``create_graph`` the backward runs the composed step again and differentiates that instead."""
+def _composed_cell_backward(inputs, step, grads):
+    """The gradients of ``step(*inputs)`` (the composed, recorded cell step) for ``grads``, with a graph: a fused
+    cell's backward under ``create_graph`` (PyTorch's cells are twice differentiable; the fused kernels are not)."""
+    with grad_mode.enable_grad():
+        outs = step(*inputs)
+    outs = outs if isinstance(outs, tuple) else (outs,)
+    pairs = [(o, g) for o, g in zip(outs, grads) if g is not None]
+    wrt = [t for t in inputs if t is not None and t.requires_grad]
+    got = iter(autograd_grad([o for o, _ in pairs], wrt, [g for _, g in pairs], create_graph=True, allow_unused=True))
+    return tuple(next(got) if t is not None and t.requires_grad else None for t in inputs)
+
+
+class _LSTMCellStep(Function):
+    """One LSTMCell step as one autograd node: the one-step case of _LSTMSequence (forward a matmul and one fused
+    kernel, backward one fused kernel and the matmuls) where the composed cell recorded ~10 tracked ops forward and
+    ~25 launches backward; under ``create_graph`` the composed step is differentiated instead."""
 
     @staticmethod
-    def forward(ctx, gi, h, c, w_hh, b_hh, mode: str):
-        ctx.mode, ctx.lstm = mode, mode == "LSTM"
-        if ctx.lstm:
-            hs, cs = _LSTMSequence.forward(ctx, gi.unsqueeze(0), h, c, w_hh, b_hh, False)
-            ctx.inputs = (gi, h, c, w_hh, b_hh)
-            return hs[0], cs[0]
-        out = _ElmanSequence.forward(ctx, gi.unsqueeze(0), h, w_hh, b_hh, mode[4:].lower(), False)
+    def forward(ctx, gi, h, c, w_hh, b_hh):
+        hs, cs = _LSTMSequence.forward(ctx, gi.unsqueeze(0), h, c, w_hh, b_hh, False)
+        ctx.inputs = (gi, h, c, w_hh, b_hh)
+        return hs[0], cs[0]
+
+    @staticmethod
+    def backward(ctx, gh, gc):
+        if grad_mode.is_grad_enabled():
+            step = lambda gi, h, c, w, b: _lstm_step(gi, (h, c), w, b)  # noqa: E731
+            return _composed_cell_backward(ctx.inputs, step, (gh, gc))
+        unsqueeze = lambda g: None if g is None else g.unsqueeze(0)  # noqa: E731
+        dpre, dh, dc, gw, gb, _ = _LSTMSequence.backward(ctx, unsqueeze(gh), unsqueeze(gc))
+        return dpre[0], dh, dc, gw, gb
+
+
+class _ElmanCellStep(Function):
+    """One RNNCell step as one autograd node: the one-step case of _ElmanSequence, as _LSTMCellStep."""
+
+    @staticmethod
+    def forward(ctx, gi, h, w_hh, b_hh, act: str):
+        out = _ElmanSequence.forward(ctx, gi.unsqueeze(0), h, w_hh, b_hh, act, False)
         ctx.inputs = (gi, h, w_hh, b_hh)
         return out[0]
 
     @staticmethod
-    def backward(ctx, *grads):
-        from ...autograd import grad_mode
-        from ...autograd.engine import grad as autograd_grad
-
-        if grad_mode.is_grad_enabled():  # create_graph: differentiate the composed step (twice differentiable)
-            return _CellStep._composed_backward(ctx, grads, autograd_grad)
-        if ctx.lstm:
-            gh, gc = grads
-            dpre, dh, dc, gw, gb, _ = _LSTMSequence.backward(ctx, None if gh is None else gh.unsqueeze(0),
-                                                            None if gc is None else gc.unsqueeze(0))
-            return dpre[0], dh, dc, gw, gb, None
-        (gout,) = grads
-        needs = ctx.needs_input_grad
-        ctx.needs_input_grad = needs[:2] + needs[3:]  # as _ElmanSequence's inputs (no c)
-        try:
-            dz, dh, gw, gb, _, _ = _ElmanSequence.backward(ctx, gout.unsqueeze(0))
-        finally:
-            ctx.needs_input_grad = needs  # a retained graph runs this backward again
-        return dz[0], dh, None, gw, gb, None
-
-    @staticmethod
-    def _composed_backward(ctx, grads, autograd_grad):
-        from ...autograd import grad_mode
-
-        inputs = ctx.inputs
-        with grad_mode.enable_grad():
-            if ctx.lstm:
-                gi, h, c, w_hh, b_hh = inputs
-                outs = _lstm_step(gi, (h, c), w_hh, b_hh)
-            else:
-                gi, h, w_hh, b_hh = inputs
-                outs = (_rnn_step(tanh if ctx.mode == "RNN_TANH" else relu, gi, h, w_hh, b_hh),)
-        pairs = [(o, g) for o, g in zip(outs, grads) if g is not None]
-        wrt = [t for t in inputs if t is not None and t.requires_grad]
-        got = iter(autograd_grad([o for o, _ in pairs], wrt, [g for _, g in pairs], create_graph=True,
-                                 allow_unused=True))
-        result = [next(got) if t is not None and t.requires_grad else None for t in inputs]
-        if not ctx.lstm:
-            result.insert(2, None)  # c
-        return (*result, None)
+    def backward(ctx, g):
+        if grad_mode.is_grad_enabled():
+            step = lambda gi, h, w, b: _rnn_step(tanh if ctx.act == "tanh" else relu, gi, h, w, b)  # noqa: E731
+            return (*_composed_cell_backward(ctx.inputs, step, (g,)), None)
+        dz, dh, gw, gb, _, _ = _ElmanSequence.backward(ctx, g.unsqueeze(0))
+        return dz[0], dh, gw, gb, None
 
 
 def _fused_lstm(like, bias):
@@ -307,9 +300,10 @@ class RNNCellBase(Module):
         if hx is None:
             hx = (self._zeros(input), self._zeros(input)) if mode == "LSTM" else self._zeros(input)
         gi = F.linear(input, self.weight_ih, self.bias_ih)
-        if mode != "GRU" and gi.dtype.is_floating_point:
-            h, c = hx if mode == "LSTM" else (hx, None)
-            out = _CellStep.apply(gi, h, c, self.weight_hh, self.bias_hh, mode)
+        if mode == "LSTM" and gi.dtype.is_floating_point:
+            out = _LSTMCellStep.apply(gi, hx[0], hx[1], self.weight_hh, self.bias_hh)
+        elif mode != "GRU" and gi.dtype.is_floating_point:
+            out = _ElmanCellStep.apply(gi, hx, self.weight_hh, self.bias_hh, mode[4:].lower())
         else:
             out = _step(mode, gi, hx, self.weight_hh, self.bias_hh)
         if batched:
