@@ -14,19 +14,23 @@
 ${cl.header(fp64)}\
 
 /* Philox4x32-10 (Salmon et al. 2011; Random123 constants). Prefixed with the
-   kernel name so that several random kernels can share one program. Not
-   `inline`: C99 inline semantics can leave an undefined symbol at -O0. */
-uint4 ${name}_philox4x32_10(uint4 c, uint2 k)
+   kernel name so that several random kernels can share one program. The ten
+   rounds are unrolled and the function always inlined: a loop (or a call) in
+   the kernel body stops PoCL from vectorizing across work-items (27 ns per
+   element on a CPU before, against ~1 ns unrolled). */
+inline __attribute__((always_inline)) uint4 ${name}_philox4x32_10(uint4 c, uint2 k)
 {
-    for (int r = 0; r < 10; ++r) {
-        if (r > 0) {                       /* key schedule: Weyl sequence */
-            k.x += 0x9E3779B9u;
-            k.y += 0xBB67AE85u;
-        }
+% for r in range(10):
+%   if r > 0:
+    k.x += 0x9E3779B9u;                    /* key schedule: Weyl sequence */
+    k.y += 0xBB67AE85u;
+%   endif
+    {
         const uint lo0 = 0xD2511F53u * c.x, hi0 = mul_hi(0xD2511F53u, c.x);
         const uint lo1 = 0xCD9E8D57u * c.z, hi1 = mul_hi(0xCD9E8D57u, c.z);
         c = (uint4)(hi1 ^ c.y ^ k.x, lo1, hi0 ^ c.w ^ k.y, lo0);
     }
+% endfor
     return c;
 }
 
