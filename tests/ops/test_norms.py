@@ -135,3 +135,35 @@ def test_normalize(device):
     for p in (2.0, 1.0, float("inf")):
         check(lambda x, p=p: F.normalize(x, p=p), lambda x, p=p: TF.normalize(x, p=p), [a], device, rtol=1e-5,
               atol=1e-6)
+
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64", "float16"])
+@pytest.mark.parametrize("shape", [(3, 16, 8, 8), (2, 12, 5, 37), (5, 9, 33), (2, 10, 96), (2, 9, 57)], ids=str)
+def test_moments_vector_form(device, shape, dtype):
+    """Statistics of rows long enough for the CPU vector form (a work-item per row over the contiguous last dim in
+    two vector streams plus a scalar tail, segment by segment), against float64 numpy: batch-norm's per-channel rows
+    (a segment per sample), layer-norm's contiguous rows, lengths that leave one vector and a tail. A constant
+    channel gets a zero variance exactly, as Welford's update gives."""
+    if dtype == "float64":
+        _skip_fp64(device)
+    rng = np.random.default_rng(sum(shape))
+    a = (rng.standard_normal(shape) * 3 + 5).astype(dtype)
+    a[:, 1] = 7.25  # a constant channel
+    x = clgrad.tensor(a, device=device)
+    xf = x.float() if dtype == "float16" else x  # batch_norm computes in float32 for float16 only under autocast
+    ref = a.astype(np.float64)
+    dims = (0,) + tuple(range(2, len(shape)))
+    tol = dict(float16=1e-5, float32=1e-5, float64=1e-12)[dtype]
+    rm = clgrad.zeros(shape[1], device=device, dtype=xf.dtype)
+    rv = clgrad.ones(shape[1], device=device, dtype=xf.dtype)
+    F.batch_norm(xf, rm, rv, training=True, momentum=1.0)
+    n = ref.size // shape[1]
+    np.testing.assert_allclose(rm.cpu().numpy(), ref.mean(dims), rtol=tol, atol=tol)
+    np.testing.assert_allclose(rv.cpu().numpy(), ref.var(dims) * n / (n - 1), rtol=10 * tol, atol=tol)
+    assert rv.cpu().numpy()[1] == 0
+    ln = F.layer_norm(x, shape[-1:], eps=1e-30).cpu().numpy().astype(np.float64)
+    want = (ref - ref.mean(-1, keepdims=True)) / np.sqrt(ref.var(-1, keepdims=True) + 1e-30)
+    assert (ln[:, 1] == 0).all()
+    np.testing.assert_allclose(ln, want, rtol=1e-2 if dtype == "float16" else 100 * tol,
+                               atol=1e-2 if dtype == "float16" else 100 * tol)

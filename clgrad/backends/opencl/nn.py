@@ -285,8 +285,13 @@ class CLNN:
         big = max(x._storage.size, M * K) > INT32_MAX
         idx_np, idx_t = index_type(big)
         L = rows_plan(dev, M, K, istr[-1] == 1)
+        # a CPU work-item per row walks the contiguous last dim in vectors (the template's ``vec`` form)
+        vec = 8 if acc is D.float64 else 16
+        if not (L == 1 and istr[-1] == 1 and ishape[-1] >= 2 * vec and x.dtype.ctype in ("float", "double", "half")
+                and "CPU" in dev.props.type and looplimit.loop_limit(dev) is None):
+            vec = 1
         params = dict(in_ctype=x.dtype.ctype, acc=acc.ctype, outer_nd=len(oshape), inner_nd=len(ishape),
-                      group=L > 1, idx_t=idx_t, fp64=acc is D.float64)
+                      group=L > 1, idx_t=idx_t, fp64=acc is D.float64, vec=vec)
         args = Args(idx_np)
         args.buf(x._storage.data)
         args.idx(x._offset)
