@@ -20,6 +20,7 @@ from ..autograd.function import Function
 from ..autograd.graph import needs_graph
 from ..backends.cpu_conv import Window
 from ..tensor import Tensor, is_tensor
+from . import conv_fold
 from . import pointwise as P
 from . import shape as S
 from .guard import tensor_first
@@ -104,6 +105,12 @@ def _conv_raw(x, w, bias, win: Window, groups: int, keep: list | None = None):
     n, c = x4.shape[:2]
     co = w4.shape[0]
     kg, cog, length = c // groups * win.kh * win.kw, co // groups, win.oh * win.ow
+    if conv_fold.folds(win, groups) and n * co * win.oh * win.ow and kg:  # few positions: one product for the batch
+        out, cols_t = conv_fold.conv(x4, w4, win, _columns)
+        if keep is not None:
+            keep.append(cols_t)
+        _add_bias(out, bias)
+        return out if x.dim() == 4 else out._view((n, co, win.ow), (co * win.ow, win.ow, 1))
     out = _empty((n, co, win.oh, win.ow), x)
     fused = _fused(x, n * groups, cog, kg) if out.numel() and kg else None
     if fused is not None:  # the product reads x through the im2col map and adds the bias in its store
@@ -129,6 +136,11 @@ def _conv_t_raw(x, w, bias, win: Window, groups: int, size: tuple):
     cog, k = w4.shape[1], win.kh * win.kw
     cgin, co, length = cin // groups, cog * groups, win.oh * win.ow
     h, wd = (1,) + tuple(size) if len(size) == 1 else size
+    if conv_fold.folds(win, groups) and n * co * h * wd and cgin and length:
+        out = _empty((n, co, h, wd), x)
+        conv_fold.transposed(out, x4, w4, win)
+        _add_bias(out, bias)
+        return out if x.dim() == 4 else out._view((n, co, wd), (co * wd, wd, 1))
     fused = _fused(x, n * groups, cog, cgin * k) if win.sh == win.sw == 1 and cgin and n * cin else None
     if fused is not None:  # stride 1: a convolution with the flipped weight, no column matrix
         out = _conv_flipped(fused, x4, w4, bias, win, groups, (h, wd))
@@ -177,6 +189,8 @@ def _conv_weight_raw(x, gy, win: Window, groups: int, wshape: tuple, cols=None):
     kg, cog, length = c // groups * win.kh * win.kw, co // groups, win.oh * win.ow
     if n * length == 0 or kg == 0:
         return P.fill(_empty(wshape, x), 0)
+    if conv_fold.folds(win, groups):  # ``cols``: the folded forward's colsT
+        return S.reshape(conv_fold.weight(x4, g4, win, _columns, cols), *wshape)
     fused = _fused(x, 1, co, kg, n * length) if groups == 1 and cols is None else None
     if fused is not None:  # the batch-summed product reads x through the im2col map
         part = _empty((fused.weight_chunks(n, co, kg), co, kg), x)

@@ -400,3 +400,34 @@ def test_conv_kernels_oclgrind(device, capfd):
     err = capfd.readouterr().err
     found = [m for m in ERROR_MARKERS if m.lower() in err.lower()]
     assert not found, f"the OpenCL runtime reported {found}:\n{err[:4000]}"
+
+
+# ---- the folded products (conv_fold.py) and the per-image ones, on the same cases ---------------------------
+@pytest.mark.parametrize("positions", [0, 1 << 30], ids=["per-image", "folded"])
+@pytest.mark.parametrize("case", [c for c in CONV if c[3].get("groups", 1) == 1] + [
+    ("conv2d", (3, 16, 1, 1), (8, 16, 3, 3), {"padding": 1}),  # ResNet-18's last layers: 1x1 positions
+    ("conv2d", (2, 8, 4, 4), (6, 8, 3, 3), {"stride": 2, "padding": 1}),
+    ("conv_transpose2d", (3, 8, 1, 1), (8, 4, 3, 3), {"padding": 1}),
+], ids=_ids)
+def test_conv_both_product_forms(device, case, positions, monkeypatch):
+    """Each convolution (forward, input and weight gradients, bias) with the batch folded into one product's rows
+    and with one product per image, against PyTorch: the threshold of output positions picks the form."""
+    from clgrad.ops import conv_fold
+    monkeypatch.setattr(conv_fold, "FOLD_POSITIONS", positions)
+    op, xs, ws, kwargs = case
+    _check(device, op, _conv_arrays(op, xs, ws, kwargs), kwargs, "transposed")
+
+
+@pytest.mark.parametrize("case", [
+    (lambda x, w, b: CF.conv2d(x, w, b, stride=2, padding=1), [(2, 3, 4, 3), (2, 3, 3, 3), (2,)]),
+    (lambda x, w, b: CF.conv2d(x, w, b, padding=1), [(2, 3, 1, 1), (2, 3, 3, 3), (2,)]),
+    (lambda x, w: CF.conv_transpose2d(x, w, stride=2, padding=1), [(1, 2, 2, 2), (2, 2, 3, 3)]),
+    (lambda x, w: CF.conv1d(x, w, padding=1), [(2, 2, 3), (3, 2, 3)]),
+], ids=["strided", "one-position", "transposed", "conv1d"])
+def test_folded_gradcheck(device, case):
+    """Folded convolutions (every case here has at most 32 output positions per image) pass gradcheck and
+    gradgradcheck."""
+    fn, shapes = case
+    args = [_g(device, *s) for s in shapes]
+    assert quiet_gradcheck(gradcheck, fn, args, **grad_precision(device)[1])
+    assert quiet_gradcheck(gradgradcheck, fn, args, **grad_precision(device)[1])
