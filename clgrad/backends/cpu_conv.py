@@ -137,13 +137,14 @@ class CPUConv:
         self.be = backend
 
     def im2col(self, cols, x, win: Window) -> None:
-        """cols [N, C*kh*kw, oh*ow] (contiguous) = the window taps of x [N, C, H, W], zero outside x."""
+        """cols [N, C*kh*kw, oh*ow] (any strides) = the window taps of x [N, C, H, W], zero outside x."""
         xv = view_of(x)
         n, c = xv.shape[:2]
         xp = _padded(xv, win, 0, xv.dtype)
-        out = view_of(cols).reshape(n, c, win.kh, win.kw, win.oh, win.ow)
+        out = np.empty((n, c, win.kh, win.kw, win.oh, win.ow), xv.dtype)
         for ki, kj in _taps(win):
             out[:, :, ki, kj] = xp[(slice(None), slice(None)) + _tap(win, ki, kj)]
+        view_of(cols)[...] = out.reshape(tuple(cols.shape))
 
     def matmul_sum(self, out, a, b) -> None:
         """out[z] (contiguous [Z, M, N]) = the sum of a[i] @ b[i] over chunk z of the batch (chunks of

@@ -156,10 +156,10 @@ class Backend(Protocol):
 
     # ---- conv, pooling, interpolation (4-D [N, C, H, W]; outputs contiguous) ---------------------------
     def im2col(self, cols, x, win: Window) -> None:
-        """cols [N, C*kh*kw, oh*ow] (contiguous) = the window taps of x [N, C, H, W], zero outside x."""
+        """cols [N, C*kh*kw, oh*ow] (any strides) = the window taps of x [N, C, H, W], zero outside x."""
 
     def col2im(self, out, cols, win: Window) -> None:
-        """im2col's adjoint: every column entry added back at the input position it came from."""
+        """im2col's adjoint: every column entry (cols of any strides) added back at the input position it came from."""
 
     def conv_bias(self, out, bias) -> None:
         """out [N, C, ...] (contiguous) += bias [C] per channel."""

@@ -2,7 +2,9 @@
 ## column matrix back onto the input positions its entries came from (im2col's adjoint: the input gradient of a
 ## convolution and the output of a transposed one).
 ##
-## Layouts: x / out are [N, C, H, W]; cols is contiguous [N, C*KH*KW, OH*OW] with rows ordered (c, ki, kj).
+## Layouts: x / out are [N, C, H, W]; cols is [N, C*KH*KW, OH*OW] with rows ordered (c, ki, kj), of any strides
+## (cs_n, cs_t, cs_l) from cols_off: contiguous for the per-image products, [taps, N, L] or [N, L, taps] for the
+## batch-folded ones (ops/conv_fold.py).
 ## Window tap (ki, kj) of output (oh, ow) reads input (oh*SH - PH + ki*DH, ow*SW - PW + kj*DW); padding is zero.
 ##
 ## One work-item per row (im2col: per block of RB rows), looping along it: PoCL pays ~20 ns per work-item that it
@@ -32,52 +34,64 @@ inline void inside(IDX start, IDX step, IDX size, IDX n, IDX *lo, IDX *hi) {
 }
 
 % if kind == "im2col":
-// Work-item r = tap * NB + b copies output rows [b*RB, b*RB + RB) of tap = ((n*C + c)*KH + ki)*KW + kj. On CPUs a
-// block of rows amortises the work-item cost; on GPUs RB = 1 gives enough work-items.
+// Work-item r = (g * C*KH*KW + tap) * NB + b copies output rows [b*RB, b*RB + RB) of tap = (c*KH + ki)*KW + kj for
+// images [g*NN, g*NN + NN). On CPUs blocks of rows and of images amortise the work-item cost (a deep layer's
+// 1x1 positions made one work-item per element: 1.8 ms for 147K elements on PoCL); on GPUs RB = NN = 1 gives
+// enough work-items.
 __kernel void ${name}(
-    __global ${ctype} *cols, __global const ${ctype} *x, IDX x_off, IDX xs0, IDX xs1, IDX xs2, IDX xs3,
+    __global ${ctype} *cols, IDX cols_off, IDX cs_n, IDX cs_t, IDX cs_l,
+    __global const ${ctype} *x, IDX x_off, IDX xs0, IDX xs1, IDX xs2, IDX xs3,
     IDX C, IDX H, IDX W, IDX OH, IDX OW, IDX KH, IDX KW, IDX SH, IDX SW, IDX PH, IDX PW, IDX DH, IDX DW, IDX RB,
-    IDX items)
+    IDX N, IDX NN, IDX items)
 {
     if (get_global_id(0) >= (size_t)items) return;
     IDX r = (IDX)get_global_id(0);
     const IDX NB = (OH + RB - 1) / RB;
     const IDX block = r % NB; r /= NB;
-    const IDX tap = r;  // ((n*C + c)*KH + ki)*KW + kj
     const IDX kj = r % KW; r /= KW;
     const IDX ki = r % KH; r /= KH;
-    const IDX c = r % C, n = r / C;
-    const IDX w0 = kj * DW - PW, base = x_off + n * xs0 + c * xs1;
+    const IDX c = r % C, g = r / C;
+    const IDX w0 = kj * DW - PW;
     IDX lo, hi;
     inside(w0, SW, W, OW, &lo, &hi);
-    const IDX oh_end = min(block * RB + RB, OH);
+    const IDX oh_end = min(block * RB + RB, OH), n_end = min(g * NN + NN, N);
+    for (IDX n = g * NN; n < n_end; ++n) {
+    const IDX base = x_off + n * xs0 + c * xs1;
+    const IDX row0 = cols_off + n * cs_n + ((c * KH + ki) * KW + kj) * cs_t;
     for (IDX oh = block * RB; oh < oh_end; ++oh) {
-        __global ${ctype} *dst = cols + (tap * OH + oh) * OW;
+        __global ${ctype} *dst = cols + (row0 + oh * OW * cs_l);
         const IDX h = oh * SH - PH + ki * DH;
-        if (h < 0 || h >= H) {
-            for (IDX ow = 0; ow < OW; ++ow) dst[ow] = 0;
-            continue;
+        if (cs_l == 1) {
+            if (h < 0 || h >= H) {
+                for (IDX ow = 0; ow < OW; ++ow) dst[ow] = 0;
+                continue;
+            }
+            for (IDX ow = 0; ow < lo; ++ow) dst[ow] = 0;
+            if (SW * xs3 == 1) {  // a plain copy, which the compiler vectorizes (2x faster on PoCL)
+                __global const ${ctype} *src = x + (base + h * xs2 + w0 + lo);
+                for (IDX i = 0; i < hi - lo; ++i) dst[lo + i] = src[i];
+            } else {
+                for (IDX ow = lo; ow < hi; ++ow) dst[ow] = x[base + h * xs2 + (w0 + ow * SW) * xs3];
+            }
+            for (IDX ow = hi; ow < OW; ++ow) dst[ow] = 0;
+        } else {  // positions cs_l apart ([N, L, taps] columns)
+            const int in_h = h >= 0 && h < H;
+            for (IDX ow = 0; ow < OW; ++ow)
+                dst[ow * cs_l] = in_h && ow >= lo && ow < hi ? x[base + h * xs2 + (w0 + ow * SW) * xs3] : 0;
         }
-        for (IDX ow = 0; ow < lo; ++ow) dst[ow] = 0;
-        if (SW * xs3 == 1) {  // a plain copy, which the compiler vectorizes (2x faster on PoCL)
-            __global const ${ctype} *src = x + (base + h * xs2 + w0 + lo);
-            for (IDX i = 0; i < hi - lo; ++i) dst[lo + i] = src[i];
-        } else {
-            for (IDX ow = lo; ow < hi; ++ow) dst[ow] = x[base + h * xs2 + (w0 + ow * SW) * xs3];
-        }
-        for (IDX ow = hi; ow < OW; ++ow) dst[ow] = 0;
+    }
     }
 }
 % elif kind == "col2im":
 // row r = (n*C + c)*H + h of out, W entries long: out is zeroed, then every (ki, kj) tap whose output row
 // reads input row h adds its column entries. Only this work-item writes the row, so there are no races.
 __kernel void ${name}(
-    __global ${acc} *out, __global const ${ctype} *cols, IDX cols_off,
-    IDX H, IDX W, IDX OH, IDX OW, IDX KH, IDX KW, IDX SH, IDX SW, IDX PH, IDX PW, IDX DH, IDX DW, IDX rows)
+    __global ${acc} *out, __global const ${ctype} *cols, IDX cols_off, IDX cs_n, IDX cs_t, IDX cs_l,
+    IDX C, IDX H, IDX W, IDX OH, IDX OW, IDX KH, IDX KW, IDX SH, IDX SW, IDX PH, IDX PW, IDX DH, IDX DW, IDX rows)
 {
     if (get_global_id(0) >= (size_t)rows) return;
     const IDX row = (IDX)get_global_id(0);
-    const IDX h = row % H, nc = row / H;
+    const IDX h = row % H, nc = row / H, n = nc / C, c = nc % C;
     __global ${acc} *dst = out + row * W;
     for (IDX w = 0; w < W; ++w) dst[w] = 0;
     for (IDX ki = 0; ki < KH; ++ki) {
@@ -89,12 +103,12 @@ __kernel void ${name}(
             const IDX w0 = kj * DW - PW;
             IDX lo, hi;
             inside(w0, SW, W, OW, &lo, &hi);
-            const IDX src = cols_off + ((nc * KH + ki) * KW + kj) * OH * OW + oh * OW;
-            if (SW == 1) {  // contiguous: the compiler vectorizes it
+            const IDX src = cols_off + n * cs_n + ((c * KH + ki) * KW + kj) * cs_t + oh * OW * cs_l;
+            if (SW == 1 && cs_l == 1) {  // contiguous: the compiler vectorizes it
                 __global ${acc} *d = dst + (w0 + lo);
                 for (IDX i = 0; i < hi - lo; ++i) d[i] += ${load("cols", "src + lo + i")};
             } else {
-                for (IDX ow = lo; ow < hi; ++ow) dst[w0 + ow * SW] += ${load("cols", "src + ow")};
+                for (IDX ow = lo; ow < hi; ++ow) dst[w0 + ow * SW] += ${load("cols", "src + ow * cs_l")};
             }
         }
     }

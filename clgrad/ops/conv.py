@@ -106,9 +106,7 @@ def _conv_raw(x, w, bias, win: Window, groups: int, keep: list | None = None):
     co = w4.shape[0]
     kg, cog, length = c // groups * win.kh * win.kw, co // groups, win.oh * win.ow
     if conv_fold.folds(win, groups) and n * co * win.oh * win.ow and kg:  # few positions: one product for the batch
-        out, cols_t = conv_fold.conv(x4, w4, win, _columns)
-        if keep is not None:
-            keep.append(cols_t)
+        out = conv_fold.conv(x4, w4, win)
         _add_bias(out, bias)
         return out if x.dim() == 4 else out._view((n, co, win.ow), (co * win.ow, win.ow, 1))
     out = _empty((n, co, win.oh, win.ow), x)
@@ -189,8 +187,8 @@ def _conv_weight_raw(x, gy, win: Window, groups: int, wshape: tuple, cols=None):
     kg, cog, length = c // groups * win.kh * win.kw, co // groups, win.oh * win.ow
     if n * length == 0 or kg == 0:
         return P.fill(_empty(wshape, x), 0)
-    if conv_fold.folds(win, groups):  # ``cols``: the folded forward's colsT
-        return S.reshape(conv_fold.weight(x4, g4, win, _columns, cols), *wshape)
+    if conv_fold.folds(win, groups):
+        return S.reshape(conv_fold.weight(x4, g4, win), *wshape)
     fused = _fused(x, 1, co, kg, n * length) if groups == 1 and cols is None else None
     if fused is not None:  # the batch-summed product reads x through the im2col map
         part = _empty((fused.weight_chunks(n, co, kg), co, kg), x)

@@ -87,13 +87,17 @@ class CLConv:
         taps = n * c * win.kh * win.kw
         # CPUs: blocks of rows, so that about CPU_ITEMS work-items share the work; GPUs: one row each
         block = 1 if dev.rank < 2 else max(1, min(win.oh, -(-taps * win.oh // CPU_ITEMS)))
+        # ... and, where rows are few (deep layers), blocks of images
+        images = 1 if dev.rank < 2 else max(1, min(n, -(-taps * -(-win.oh // block) // CPU_ITEMS)))
         budget = looplimit.budget(dev)
         if budget is not None:  # each row of a block is a loop of ow steps
             block = max(1, min(block, budget // (win.ow + 3)))
-        items = taps * -(-win.oh // block)
-        args = [_data(cols), _data(x), *_strided(x), c, h, w, win.oh, win.ow, *win[:8], block, items]
-        self._conv_launch(dev, "conv", "im2col", x.dtype, items, args, max(cols.numel(), x._storage.size),
-                          loops=block * (win.ow + 3), ctype=_BITS[x.dtype.itemsize])
+            images = max(1, min(images, budget // (block * (win.ow + 3))))
+        items = -(-n // images) * (taps // max(n, 1)) * -(-win.oh // block)
+        args = [_data(cols), *_strided(cols), _data(x), *_strided(x), c, h, w, win.oh, win.ow, *win[:8], block, n,
+                images, items]
+        self._conv_launch(dev, "conv", "im2col", x.dtype, items, args, max(cols._storage.size, x._storage.size),
+                          loops=images * block * (win.ow + 3), ctype=_BITS[x.dtype.itemsize])
 
     def conv_bias(self, out, bias) -> None:
         """out [N, C, ...] (contiguous) += bias [C] per channel."""
@@ -112,7 +116,7 @@ class CLConv:
         n, c, h, w = out.shape
         acc = self._conv_acc(out)
         rows = n * c * h
-        args = [_data(acc), _data(cols), cols._offset, h, w, win.oh, win.ow, *win[:8], rows]
+        args = [_data(acc), _data(cols), *_strided(cols), c, h, w, win.oh, win.ow, *win[:8], rows]
         self._conv_launch(self.rt.dev(out), "conv", "col2im", cols.dtype, rows, args, max(out.numel(), cols._storage.size),
                           loops=w + win.kh * (1 + win.kw * (win.ow + 1)))
         self._conv_finish(out, acc)
