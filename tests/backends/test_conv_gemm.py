@@ -11,6 +11,7 @@ import clgrad.nn.functional as F
 from clgrad import backends
 from clgrad.backends.common import Window
 from clgrad.backends.opencl import conv_gemm, matmul, runtime
+from clgrad.ops import conv_fold
 from tests.helpers import assert_close, make
 
 # x shape, weight shape, stride, padding, dilation, groups: odd sizes, every window parameter, groups, 'same'
@@ -26,11 +27,13 @@ GEOMETRIES = [
 
 @pytest.fixture
 def fused(device, monkeypatch):
-    """The device's implicit-GEMM capability, taken for every convolution (no size thresholds), with a call count."""
+    """The device's implicit-GEMM capability, taken for every convolution (no size thresholds, no folded
+    products), with a call count."""
     if device == "cpu":
         pytest.skip("the cpu backend has no implicit-GEMM kernels")
     monkeypatch.setattr(conv_gemm, "CPU_MIN_ROWS", 0)
     monkeypatch.setattr(conv_gemm, "CPU_MIN_TAPS", 0)
+    monkeypatch.setattr(conv_fold, "FOLD_POSITIONS", 0)  # few output positions would take the folded products
     cap = backends.get(clgrad.device(device)).fused_conv
     calls = []
     for name in ("conv", "conv_weight"):

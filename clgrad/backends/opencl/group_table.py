@@ -4,7 +4,7 @@
 GROUPS = {
     'mnist': (
         ('conv', 'im2col_uint', (('acc', 'float'), ('ctype', 'uint'), ('fp64', False), ('idx_t', 'int'), ('kind', 'im2col'), ('linear', False))),
-        ('matmul', 'matmul_float', (('acc', 'float'), ('bias', True), ('ctype', 'float'), ('fp64', False), ('idx_t', 'int'), ('tk', 32), ('tm', 16), ('tn', 32), ('vw', 16), ('wm', 8), ('wn', 2))),
+        ('matmul', 'matmul_float', (('acc', 'float'), ('bias', True), ('ctype', 'float'), ('fp64', False), ('idx_t', 'int'), ('tk', 32), ('tm', 16), ('tn', 32), ('vw', 16), ('wm', 16), ('wn', 2))),
         ('conv', 'bias_float', (('acc', 'float'), ('ctype', 'float'), ('fp64', False), ('idx_t', 'int'), ('kind', 'bias'), ('linear', False))),
         ('pool', 'max_pool_float', (('acc', 'float'), ('ctype', 'float'), ('fp64', False), ('idx_t', 'int'), ('kind', 'max_pool'), ('linear', False), ('window', (2, 2)))),
         ('elementwise', 'relu_float', (('args', ((False, 'float', 'float', True),)), ('bundle', True), ('compute', 'float'), ('fp64', False), ('grid', False), ('guard', False), ('half_compute', False), ('idx_t', 'int'), ('inner', (None, None)), ('integral', False), ('ndim', 1), ('op', 'relu'), ('op_dtype', 'float32'), ('out_cast', 'plain'), ('out_contig', True), ('out_ctype', 'float'), ('prelude', ()))),
@@ -30,7 +30,6 @@ GROUPS = {
         ('pool', 'max_pool_bwd_scatter_float', (('acc', 'float'), ('ctype', 'float'), ('fp64', False), ('idx_t', 'int'), ('kind', 'max_pool_bwd_scatter'), ('linear', False))),
         ('conv', 'col2im_float', (('acc', 'float'), ('ctype', 'float'), ('fp64', False), ('idx_t', 'int'), ('kind', 'col2im'), ('linear', False))),
         ('reduce', 'reduce_sum_float', (('acc', 'float'), ('axis', 'col'), ('fp64', False), ('idx', 'none'), ('idx_t', 'int'), ('in_ctype', 'float'), ('inner_nd', 1), ('layout', 'loop'), ('op', 'sum'), ('out_cast', 'plain'), ('out_ctype', 'float'), ('outer_nd', 1), ('unroll', 1), ('vec', 8))),
-        ('reduce', 'reduce_sum_float', (('acc', 'float'), ('axis', 'scalar'), ('fp64', False), ('idx', 'none'), ('idx_t', 'int'), ('in_ctype', 'float'), ('inner_nd', 2), ('layout', 'loop'), ('op', 'sum'), ('out_cast', 'plain'), ('out_ctype', 'float'), ('outer_nd', 1), ('unroll', 1), ('vec', 1))),
         ('reduce', 'reduce_sum_float', (('acc', 'float'), ('axis', 'col'), ('fp64', False), ('idx', 'none'), ('idx_t', 'int'), ('in_ctype', 'float'), ('inner_nd', 1), ('layout', 'loop'), ('op', 'sum'), ('out_cast', 'plain'), ('out_ctype', 'float'), ('outer_nd', 1), ('unroll', 1), ('vec', 4))),
         ('optim', 'sgd_step_float', (('amsgrad', False), ('ctype', 'float'), ('decay', 'none'), ('first', True), ('fp64', False), ('idx_t', 'int'), ('kind', 'sgd'), ('maximize', False), ('momentum', True), ('nesterov', False), ('weight_decay', False))),
         ('optim', 'sgd_step_float', (('amsgrad', False), ('ctype', 'float'), ('decay', 'none'), ('first', False), ('fp64', False), ('idx_t', 'int'), ('kind', 'sgd'), ('maximize', False), ('momentum', True), ('nesterov', False), ('weight_decay', False))),
