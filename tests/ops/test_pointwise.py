@@ -499,3 +499,19 @@ def test_zero_size(device, sa, sb):
     assert_close(clgrad.where(x > 0, x, y), np.where(a > 0, a, b).astype(np.float32))
     assert_close(x.exp(), np.exp(a))
     assert_close(x.add_(1), a + 1)
+
+
+@pytest.mark.parametrize("shape", [(512, 40), (256, 19), (48, 33), (37, 20), (3, 32, 17), (16, 5)], ids=str)
+def test_transposed_operand_work_groups(device, shape):
+    """An operand read across rows (a transposed view) picks 16 x 256 ... 16 x 16 work-groups on CPU devices by
+    how its row count divides (or the plain 64-wide groups when none does); every choice, the guarded column
+    tail and a 3-D grid give numpy's values."""
+    rng = np.random.default_rng(sum(shape))
+    a = rng.standard_normal(shape[:-2] + shape[-1:] + shape[-2:-1]).astype(np.float32)
+    b, c = (rng.standard_normal(shape).astype(np.float32) for _ in range(2))
+    ta = clgrad.tensor(a, device=device).transpose(-1, -2)
+    got = ta * clgrad.tensor(b, device=device) + clgrad.tensor(c, device=device)
+    np.testing.assert_allclose(to_numpy(got), np.swapaxes(a, -1, -2) * b + c, rtol=1e-6, atol=1e-6)
+    out = clgrad.empty(shape[:-2] + shape[-1:] + shape[-2:-1], device=device).transpose(-1, -2)
+    clgrad.add(clgrad.tensor(b, device=device), clgrad.tensor(c, device=device), out=out)  # a transposed output
+    np.testing.assert_allclose(to_numpy(out), b + c, rtol=1e-6, atol=1e-6)

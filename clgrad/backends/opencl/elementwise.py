@@ -30,17 +30,24 @@ def _out_cast(out_dt: D.dtype, compute: D.dtype, entry) -> str:
     return "plain"
 
 
-def _grid_size(shape, across: bool = False) -> tuple:
+def _grid_size(shape, across: bool = False, max_group: int = 1024) -> tuple:
     """(global, local) sizes of an ndim-D launch over ``shape`` (innermost dim first): work-groups along the
     innermost dim, of a power of two up to 64 (a guarded tail), so that PoCL, which generates code per
     local size, meets at most 7 of them however the shapes vary (left to choose, it picked one per shape).
-    ``across`` (an operand read across rows, e.g. transposed): also 16 rows per work-group where 16 divide them,
-    so that a group uses whole cache lines of that operand (a transposed a*b+c on 4096x4096: 6.6 -> 9.7 GB/s on
-    PoCL; what remains is the gather itself, one page per vector lane: a local-memory tile transpose is next)."""
+    ``across`` (an operand read across rows, e.g. transposed): 16 columns (one vector of lanes) by up to 256 rows
+    (the most of 256, 128, ..., 16 that divide the rows and fit ``max_group``). The lanes of a gather then touch
+    only 16 rows of the transposed operand (16 pages, where 64 lanes had touched 64: its TLB misses, not the
+    bytes, bounded the kernel), each page reused along the group's rows: a transposed a*b+c on 4096x4096 went
+    6.6 -> 9.7 GB/s with 64 x 16 groups and to ~20 GB/s with 16 x 256 on PoCL (AMD EPYC); a local-memory tile
+    transpose is what would remove the gather."""
+    if across and len(shape) >= 2:
+        for rows in (256, 128, 64, 32, 16):
+            if shape[-2] % rows == 0 and 16 * rows <= max_group:
+                local = min(16, pow2(shape[-1]))
+                return ((-(-shape[-1] // local) * local, *reversed(shape[:-1])),
+                        (local, rows) + (1,) * (len(shape) - 2))
     local = min(64, pow2(shape[-1]))
-    rows = 16 if across and len(shape) >= 2 and shape[-2] % 16 == 0 else 1
-    return ((-(-shape[-1] // local) * local, *reversed(shape[:-1])),
-            (local, rows) + (1,) * (len(shape) - 2))
+    return ((-(-shape[-1] // local) * local, *reversed(shape[:-1])), (local,) + (1,) * (len(shape) - 1))
 
 
 def _zero_division():
@@ -140,7 +147,7 @@ class CLElementwise:
         # every vector lane, with a constant one it loads a contiguous run (a broadcast row) or one value
         inner = tuple(st[-1] if grid and st[-1] in (0, 1) else None for st in strides)
         across = grid and any(st[-1] not in (0, 1) for st in strides)  # an operand (or out) read across rows
-        gsize, lsize = _grid_size(shape, across) if grid else launch_size(dev, n)
+        gsize, lsize = _grid_size(shape, across, dev.props.max_work_group_size) if grid else launch_size(dev, n)
         if strided:
             arg_dtypes += [idx_np] * ndim
             values += shape
