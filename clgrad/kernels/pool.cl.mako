@@ -78,6 +78,33 @@ ${plane("x")}\
     }
 % endif
 }
+% elif kind == "max_pool_grid":
+<% window = context.get("window") %>\
+// A fixed KH x KW window inside the input on CPU devices: one work-item per output (ow, oh, nc) of a 3-D range and
+// the window unrolled, so PoCL vectorizes across ow (the row kernel above runs each work-item's loop in scalar).
+__kernel void ${name}(
+    __global ${ctype} *out, __global long *ind, __global const ${ctype} *x, ${strided.format(p="x")},
+    IDX C, IDX W, IDX OH, IDX OW, IDX SH, IDX SW)
+{
+    const IDX ow = (IDX)get_global_id(0), oh = (IDX)get_global_id(1), nc = (IDX)get_global_id(2);
+${plane("x")}\
+    const IDX top = oh * SH, left = ow * SW, base = x_plane + top * xs2 + left * xs3;
+    ACC best = -INFINITY;
+    IDX bi = top * W + left;
+% for dh in range(window[0]):
+%   for dw in range(window[1]):
+    {
+        const ACC v = ${load("x", f"base + {dh} * xs2 + {dw} * xs3")};
+        const int take = (v > best) | (v != v);
+        best = take ? v : best;
+        bi = take ? (top + ${dh}) * W + left + ${dw} : bi;
+    }
+%   endfor
+% endfor
+    const IDX o = (nc * OH + oh) * OW + ow;
+    ${store("out", "o", "best")};
+    ind[o] = (long)bi;
+}
 % elif kind == "max_pool_bwd":
 // Row h of plane nc: only outputs whose window rows can include h ([oh_lo, oh_hi]) can point into it.
 __kernel void ${name}(

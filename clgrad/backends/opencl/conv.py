@@ -129,9 +129,30 @@ class CLConv:
         # at compile time, so the compiler vectorizes the row loop (MNIST's 2x2 pools: 324 -> 134 us on PoCL)
         inside = (win.oh - 1) * win.sh + win.kh <= h and (win.ow - 1) * win.sw + win.kw <= w
         fixed = (win.ph, win.pw, win.dh, win.dw) == (0, 0, 1, 1) and inside and win.kh * win.kw <= 16
+        dev = self.rt.dev(out)
+        if fixed and dev.rank >= 2 and out.numel() and n * c <= INT32_MAX:
+            # CPU devices: a work-item per output, vectorized across ow (MNIST's first pool 367 -> 185 us of device
+            # time on PoCL, AMD EPYC)
+            self._pool_grid(out, indices, x, win)
+            return
         self._conv_launch(self.rt.dev(out), "pool", "max_pool", x.dtype, rows, args, max(out.numel(), x._storage.size),
                           loops=win.ow * (1 + win.kh * (1 + win.kw)) + win.ph + win.pw + 8,
                           window=(win.kh, win.kw) if fixed else None)
+
+    def _pool_grid(self, out, indices, x, win) -> None:
+        n, c, h, w = x.shape
+        dev = self.rt.dev(out)
+        dt = x.dtype
+        self.rt.check_dtype(dev, dt)
+        big = max(out.numel(), x._storage.size) > INT32_MAX
+        idx_np = np.int64 if big else np.int32
+        a = _acc(dt)
+        params = dict(kind="max_pool_grid", ctype=dt.ctype, acc=a.ctype, fp64=a is D.float64,
+                      idx_t="long" if big else "int", linear=False, window=(win.kh, win.kw))
+        arg_dtypes = (None, None, None) + (idx_np,) * 5 + (idx_np,) * 6
+        kernel = programs.get_kernel(dev, "pool", f"max_pool_grid_{dt.ctype}", arg_dtypes, params)
+        kernel(dev.queue, (win.ow, win.oh, n * c), None, _data(out), _data(indices), _data(x), *_strided(x), c, w,
+               win.oh, win.ow, win.sh, win.sw)
 
     def max_pool2d_backward(self, grad_in, grad_out, indices, win) -> None:
         n, c, h, w = grad_in.shape
