@@ -4,7 +4,6 @@ from __future__ import annotations
 import builtins
 import sys
 
-import ml_dtypes
 import numpy as np
 
 
@@ -73,9 +72,39 @@ int64 = dtype("int64", np.int64, "long", "i")
 float16 = dtype("float16", np.float16, "half", "f")
 float32 = dtype("float32", np.float32, "float", "f")
 float64 = dtype("float64", np.float64, "double", "f")
-# bfloat16: numpy's type from ml_dtypes; in OpenCL C a ushort of the float's upper 16 bits (the ctype name
-# "bfloat16" is kernels/prelude.cl.mako's: ``#define bfloat16 ushort``, load/store convert), computed in float
-bfloat16 = dtype("bfloat16", ml_dtypes.bfloat16, "bfloat16", "f")
+class _LazyNumpy(dtype):
+    """A dtype whose numpy type comes from a module imported on first use: ``np`` resolves it (importing
+    ml_dtypes took 0.45 s, half of ``import clgrad``, for a type most programs never touch)."""
+
+    __slots__ = ("_np", "_module", "_attr")
+
+    def __init__(self, name: str, module: str, attr: str, ctype: str, kind: str, itemsize: int):
+        self.name, self.ctype, self.kind, self.itemsize = name, ctype, kind, itemsize
+        self._np, self._module, self._attr = None, module, attr
+
+    @property
+    def np(self):
+        if self._np is None:
+            import importlib
+
+            self._np = np.dtype(getattr(importlib.import_module(self._module), self._attr))
+            _BY_NP[self._np] = self
+            _on_resolve(self._np)
+        return self._np
+
+
+_RESOLVE_HOOKS: list = []  # called with a lazily resolved numpy dtype (backends/common.py adds its scalar type)
+
+
+def _on_resolve(npd) -> None:
+    for hook in _RESOLVE_HOOKS:
+        hook(npd)
+
+
+# bfloat16: numpy's type from ml_dtypes (imported on first use); in OpenCL C a ushort of the float's upper 16 bits
+# (the ctype name "bfloat16" is kernels/prelude.cl.mako's: ``#define bfloat16 ushort``, load/store convert),
+# computed in float
+bfloat16 = _LazyNumpy("bfloat16", "ml_dtypes", "bfloat16", "bfloat16", "f", 2)
 #: the 16-bit floats: stored in 16 bits, computed (and accumulated) in float32
 HALF_FLOATS = (float16, bfloat16)
 
@@ -95,7 +124,17 @@ _CPP_NAMES = {
     "int64": "long int", "float16": "c10::Half", "float32": "float", "float64": "double",
     "bfloat16": "c10::BFloat16",
 }
-_BY_NP = {d.np: d for d in ALL}
+_BY_NP = {d.np: d for d in ALL if not isinstance(d, _LazyNumpy)}
+
+
+def _by_np(npd) -> dtype:
+    """The dtype of numpy dtype ``npd``; a lazily imported one (bfloat16) is resolved when its module is loaded."""
+    found = _BY_NP.get(npd)
+    if found is None and "ml_dtypes" in sys.modules and getattr(npd, "name", None) == "bfloat16":
+        found = bfloat16 if bfloat16.np == npd else None
+    if found is None:
+        raise KeyError(npd)
+    return found
 
 _default_float = float32
 
@@ -188,19 +227,20 @@ def as_dtype(d) -> dtype:
     if d is None:  # np.dtype(None) would silently mean float64
         raise TypeError("unsupported dtype None; use one of " + ", ".join(x.name for x in ALL))
     try:
-        return _BY_NP[np.dtype(d)]
+        return _by_np(np.dtype(d))
     except (TypeError, KeyError):
         raise TypeError(f"unsupported dtype {d!r}; use one of {', '.join(x.name for x in ALL)}") from None
 
 
 def from_numpy_dtype(npd) -> dtype:
     npd = np.dtype(npd)
-    if npd not in _BY_NP:
+    try:
+        return _by_np(npd)
+    except KeyError:
         raise TypeError(
             f"can't convert np.ndarray of type {npd}. The only supported types are: "
             + ", ".join(x.np.name for x in (*ALL, *COMPLEX))
-        )
-    return _BY_NP[npd]
+        ) from None
 
 
 _RANK = {"b": 0, "u": 1, "i": 1, "f": 2}
@@ -227,7 +267,7 @@ def promote_types(type1: dtype, type2: dtype) -> dtype:
     if bfloat16 in (a, b):  # bfloat16 and float16 meet in float32; a wider float wins
         other = b if a is bfloat16 else a
         return float32 if other is float16 else other
-    return _BY_NP[np.promote_types(a.np, b.np)]
+    return _by_np(np.promote_types(a.np, b.np))
 
 
 def _combine(higher: dtype | None, lower: dtype | None) -> dtype | None:

@@ -2,7 +2,6 @@
 from ml_dtypes)."""
 from __future__ import annotations
 
-import ml_dtypes
 import numpy as np
 
 from . import dtypes as D
@@ -17,7 +16,12 @@ class finfo:  # noqa: N801 - torch.finfo
         d = D.get_default_dtype() if type is None else D.as_dtype(type)
         if not d.is_floating_point:
             raise TypeError("torch.finfo() requires a floating point input type. Use torch.iinfo to handle 'torch.finfo'")
-        info = ml_dtypes.finfo(d.np)  # numpy's finfo for numpy's floats, and bfloat16's
+        if d is D.bfloat16:
+            import ml_dtypes
+
+            info = ml_dtypes.finfo(d.np)
+        else:
+            info = np.finfo(d.np)
         self.bits = info.bits
         self.eps, self.max, self.min = float(info.eps), float(info.max), float(info.min)
         self.tiny = self.smallest_normal = float(info.smallest_normal)

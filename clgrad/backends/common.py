@@ -18,7 +18,23 @@ from ..registry.reductions import REDUCTIONS
 
 INT32_MAX = 2**31 - 1  # the largest index 32-bit kernel index math reaches
 # what a Python scalar operand can be; anything else a backend is handed is a tensor descriptor
-SCALAR_TYPES = (int, float, bool, np.number, np.bool_, D.bfloat16.np.type)  # ml_dtypes' is no np.number
+SCALAR_TYPES = (int, float, bool, np.number, np.bool_)
+
+
+def _bfloat16_scalars(npd) -> None:
+    """ml_dtypes' bfloat16 scalar (no np.number) is a scalar too, from when clgrad's bfloat16 resolves its numpy
+    type (dtypes._LazyNumpy): every module holding SCALAR_TYPES sees the longer tuple."""
+    global SCALAR_TYPES
+    if npd.type not in SCALAR_TYPES:
+        SCALAR_TYPES = SCALAR_TYPES + (npd.type,)
+        for mod in list(sys.modules.values()):
+            if getattr(mod, "SCALAR_TYPES", None) is not None and getattr(mod, "__name__", "").startswith("clgrad."):
+                mod.SCALAR_TYPES = SCALAR_TYPES
+
+
+D._RESOLVE_HOOKS.append(_bfloat16_scalars)
+if "ml_dtypes" in sys.modules:  # already imported by the program: resolve now (cheap)
+    D.bfloat16.np  # noqa: B018
 # what a reduction over zero elements gives (max/min have none: the ops layer raises first)
 def is_scalar(x) -> bool:
     """Whether an operand is a Python (or numpy) scalar rather than a tensor descriptor."""
