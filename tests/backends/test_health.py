@@ -43,6 +43,11 @@ JUDGE = [
     ("Traceback (most recent call last):\nImportError: libOpenCL.so.1: cannot open shared object file\n", 1, False,
      False, "exited with status 1 before the first case: ImportError: libOpenCL.so.1"),
     ("case half loads/stores\n", -11, False, False, "crashed (SIGSEGV) during 'half loads/stores'"),
+    # the child's first build failed, so its op raised runtime.require's message: the reason keeps only the cause
+    ("case elementwise\nfail elementwise: RuntimeError: OpenCL device opencl:1 pthread-AMD EPYC [PoCL 3.0-rc2] failed "
+     "clgrad's health check: error: unknown target CPU 'generic'. Use a healthy device instead: opencl:2 (pthread, "
+     "PoCL 3.1), cpu (device=... or CLGRAD_DEVICE=...); clgrad.opencl.devices() lists every device with its verdict\n",
+     1, False, False, "elementwise: error: unknown target CPU 'generic'"),
 ]
 
 
@@ -51,6 +56,7 @@ def test_judge(text, code, hung, ok, reason):
     verdict = health._judge(text, code, hung, 300, 1.0)
     assert verdict.ok == ok
     assert reason in verdict.reason
+    assert "health check" not in verdict.reason and "healthy device" not in verdict.reason
     assert str(verdict) == ("healthy" if ok else f"unusable: {verdict.reason}")
 
 

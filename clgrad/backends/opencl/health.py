@@ -20,6 +20,7 @@ import hashlib
 import json
 import os
 import platform
+import re
 import signal
 import subprocess
 import sys
@@ -222,6 +223,15 @@ def _kill(proc) -> None:
     proc.wait()
 
 
+_NESTED = re.compile(r"RuntimeError: OpenCL device .*? failed clgrad's health check: (.*?)\. Use a healthy device instead: .*$")
+
+
+def _unnested(reason: str) -> str:
+    """A case's failure without the child's own "device ... failed clgrad's health check ... use another" wrapping
+    (its first build failed, so its later ops raised ``runtime.require``'s message), which the parent adds again."""
+    return _NESTED.sub(lambda m: m.group(1), reason)
+
+
 def _judge(text: str, returncode: int | None, hung: bool, limit: float, seconds: float) -> Verdict:
     """The verdict from what the child printed and how it ended."""
     lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
@@ -233,7 +243,7 @@ def _judge(text: str, returncode: int | None, hung: bool, limit: float, seconds:
         return Verdict(True, "", seconds, "now")
     failed = next((ln[5:] for ln in reversed(lines) if ln.startswith("fail ")), None)
     if failed:
-        return Verdict(False, failed, seconds, "now")
+        return Verdict(False, _unnested(failed), seconds, "now")
     telling = _telling(lines)
     if returncode is not None and returncode < 0:
         try:
