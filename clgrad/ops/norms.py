@@ -64,6 +64,10 @@ def _sum_over(t, dims):
 
 def _affine(x, mean, rstd, weight, bias, spec: NormSpec):
     y = P.apply("sub", spec.view(x), mean)
+    if spec.shape is None and weight is not None and bias is not None:
+        # statistics and affine in one layout (batch norm): bias + (x - mean) * (rstd w), two passes instead of four
+        scale = P.apply("mul", rstd, weight.reshape(spec.affine))
+        return P.apply("addcmul", bias.reshape(spec.affine), y, scale, 1).to(x.dtype)
     P.apply("mul", y, rstd, out=y)
     y = y.reshape(x.shape)
     if weight is not None:
