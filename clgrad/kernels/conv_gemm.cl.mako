@@ -33,8 +33,9 @@ ${cl.header(fp64, idx_t)}\
 
 // [*lo, *hi): the positions o in [0, n) whose coordinate start + o * step lies in [0, size) (step > 0)
 inline void inside(IDX start, IDX step, IDX size, IDX n, IDX *lo, IDX *hi) {
-    IDX a = start >= 0 ? 0 : (-start + step - 1) / step;
-    IDX b = start >= size ? 0 : (size - start + step - 1) / step;
+    // stride 1 (most convolutions) needs no division: this runs once per copied run of every B tile
+    IDX a = start >= 0 ? 0 : (step == 1 ? -start : (-start + step - 1) / step);
+    IDX b = start >= size ? 0 : (step == 1 ? size - start : (size - start + step - 1) / step);
     *lo = min(a, n);
     *hi = max(*lo, min(b, n));
 }
