@@ -137,7 +137,7 @@ def test_normalize(device):
               atol=1e-6)
 
 
-
+@pytest.mark.oclgrind
 @pytest.mark.parametrize("dtype", ["float32", "float64", "float16"])
 @pytest.mark.parametrize("shape", [(3, 16, 8, 8), (2, 12, 5, 37), (5, 9, 33), (2, 10, 96), (2, 9, 57)], ids=str)
 def test_moments_vector_form(device, shape, dtype):

@@ -501,6 +501,7 @@ def test_zero_size(device, sa, sb):
     assert_close(x.add_(1), a + 1)
 
 
+@pytest.mark.oclgrind
 @pytest.mark.parametrize("shape", [(512, 40), (256, 19), (48, 33), (37, 20), (3, 32, 17), (16, 5)], ids=str)
 def test_transposed_operand_work_groups(device, shape):
     """An operand read across rows (a transposed view) picks 16 x 256 ... 16 x 16 work-groups on CPU devices by
