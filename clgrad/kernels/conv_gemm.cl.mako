@@ -28,6 +28,15 @@
 
   def gload(ptr, idx):
       return cl.module.load(ctype, ptr, idx, to=acc)
+
+  def gload8(ptr, idx):
+      """8 consecutive elements of global ptr from element idx, as acc8."""
+      if half:
+          return f"vload_half8(0, {ptr} + {idx})"
+      if ctype == "bfloat16":
+          return f"as_float8(convert_uint8(vload8(0, {ptr} + {idx})) << 16)"
+      raw = f"vload8(0, {ptr} + {idx})"
+      return raw if ctype == acc else f"convert_{acc}8({raw})"
 %>\
 ${cl.header(fp64, idx_t)}\
 
@@ -56,8 +65,10 @@ inline void copy_line(__local ${acc} *dst, int ds, int valid, int len, __global 
         __global const ${ctype} *src = x + (base + h * xs2 + w0 * xs3);
         __local ${acc} *d = dst + i * ds;
         for (int j = 0; j < lo; ++j) d[j * ds] = 0;
-        if (ds == 1 && SW * xs3 == 1) {
-            for (int j = lo; j < hi; ++j) d[j] = ${gload("src", "j")};
+        if (ds == 1 && SW * xs3 == 1) {  // contiguous: 8-wide vector copies, then the tail
+            int j = lo;
+            for (; j + 8 <= hi; j += 8) vstore8(${gload8("src", "j")}, 0, d + j);
+            for (; j < hi; ++j) d[j] = ${gload("src", "j")};
         } else {
             for (int j = lo; j < hi; ++j) d[j * ds] = ${gload("src", "j * SW * xs3")};
         }
