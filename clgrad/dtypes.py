@@ -72,6 +72,8 @@ int64 = dtype("int64", np.int64, "long", "i")
 float16 = dtype("float16", np.float16, "half", "f")
 float32 = dtype("float32", np.float32, "float", "f")
 float64 = dtype("float64", np.float64, "double", "f")
+
+
 class _LazyNumpy(dtype):
     """A dtype whose numpy type comes from a module imported on first use: ``np`` resolves it (importing
     ml_dtypes took 0.45 s, half of ``import clgrad``, for a type most programs never touch)."""

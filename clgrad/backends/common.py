@@ -35,7 +35,8 @@ def _bfloat16_scalars(npd) -> None:
 D._RESOLVE_HOOKS.append(_bfloat16_scalars)
 if "ml_dtypes" in sys.modules:  # already imported by the program: resolve now (cheap)
     D.bfloat16.np  # noqa: B018
-# what a reduction over zero elements gives (max/min have none: the ops layer raises first)
+
+
 def is_scalar(x) -> bool:
     """Whether an operand is a Python (or numpy) scalar rather than a tensor descriptor."""
     return isinstance(x, SCALAR_TYPES)
