@@ -132,7 +132,10 @@ def main(index: int) -> int:
             torch.opencl.synchronize(dev)
         except Exception as exc:  # a build failure or a launch error: report its telling line
             lines = [ln.strip() for ln in str(exc).splitlines() if ln.strip()]
-            telling = next((ln for ln in lines if "error" in ln.lower()), lines[0] if lines else "")
+            # a compiler's diagnostic ("error: ...") rather than clgrad's "building kernel ... failed" line above it
+            diagnostics = [ln for ln in lines if "error:" in ln.lower() and not ln.startswith("clgrad")]
+            telling = diagnostics[0] if diagnostics else next((ln for ln in lines if "error" in ln.lower()),
+                                                              lines[0] if lines else "")
             print(f"fail {name}: {type(exc).__name__}: {telling}"[:400], flush=True)
             return 1
         why = _compare(name, got, [x.detach().numpy() for x in fn("cpu")])

@@ -20,7 +20,6 @@ import hashlib
 import json
 import os
 import platform
-import re
 import signal
 import subprocess
 import sys
@@ -55,7 +54,13 @@ class Verdict:
 
 
 def enabled() -> bool:
-    return os.environ.get("CLGRAD_HEALTH_CHECK", "1") != "0" and not os.environ.get(_CHILD_ENV)
+    return os.environ.get("CLGRAD_HEALTH_CHECK", "1") != "0" and not in_child()
+
+
+def in_child() -> bool:
+    """Whether this process is the health check's own child: it trusts its devices without even a probe build, so
+    a case that fails reports the compiler's own error rather than the probe's verdict wrapped in ``require``."""
+    return bool(os.environ.get(_CHILD_ENV))
 
 
 def timeout() -> float:
@@ -223,15 +228,6 @@ def _kill(proc) -> None:
     proc.wait()
 
 
-_NESTED = re.compile(r"RuntimeError: OpenCL device .*? failed clgrad's health check: (.*?)\. Use a healthy device instead: .*$")
-
-
-def _unnested(reason: str) -> str:
-    """A case's failure without the child's own "device ... failed clgrad's health check ... use another" wrapping
-    (its first build failed, so its later ops raised ``runtime.require``'s message), which the parent adds again."""
-    return _NESTED.sub(lambda m: m.group(1), reason)
-
-
 def _judge(text: str, returncode: int | None, hung: bool, limit: float, seconds: float) -> Verdict:
     """The verdict from what the child printed and how it ended."""
     lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
@@ -243,7 +239,7 @@ def _judge(text: str, returncode: int | None, hung: bool, limit: float, seconds:
         return Verdict(True, "", seconds, "now")
     failed = next((ln[5:] for ln in reversed(lines) if ln.startswith("fail ")), None)
     if failed:
-        return Verdict(False, _unnested(failed), seconds, "now")
+        return Verdict(False, failed, seconds, "now")
     telling = _telling(lines)
     if returncode is not None and returncode < 0:
         try:
