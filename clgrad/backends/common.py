@@ -23,13 +23,10 @@ SCALAR_TYPES = (int, float, bool, np.number, np.bool_)
 
 def _bfloat16_scalars(npd) -> None:
     """ml_dtypes' bfloat16 scalar (no np.number) is a scalar too, from when clgrad's bfloat16 resolves its numpy
-    type (dtypes._LazyNumpy): every module holding SCALAR_TYPES sees the longer tuple."""
+    type (dtypes._LazyNumpy); readers use ``common.SCALAR_TYPES`` at call time."""
     global SCALAR_TYPES
     if npd.type not in SCALAR_TYPES:
         SCALAR_TYPES = SCALAR_TYPES + (npd.type,)
-        for mod in list(sys.modules.values()):
-            if getattr(mod, "SCALAR_TYPES", None) is not None and getattr(mod, "__name__", "").startswith("clgrad."):
-                mod.SCALAR_TYPES = SCALAR_TYPES
 
 
 D._RESOLVE_HOOKS.append(_bfloat16_scalars)

@@ -6,7 +6,8 @@ import numpy as np
 
 from ... import dtypes as D
 from ...registry.elementwise import OPS, EwOp
-from ..common import INT32_MAX, SCALAR_TYPES, is_scalar, pow2
+from .. import common
+from ..common import INT32_MAX, is_scalar, pow2
 from . import pending, programs, runtime
 from .launch import Launcher, coalesce, is_contig, launch_size
 
@@ -82,7 +83,7 @@ class CLElementwise:
         most = max(out.numel(), out._storage.size)
         layout = []
         for x in inputs:  # one pass, one type test per operand: this runs for every op
-            if isinstance(x, SCALAR_TYPES):
+            if isinstance(x, common.SCALAR_TYPES):  # read at call time: bfloat16's scalar joins on first use
                 layout.append(type(x))
             else:
                 most = max(most, x._storage.size)
