@@ -40,10 +40,11 @@ class CLConv:
         self._tables = launcher.cache()  # (device, row table key, column table key, acc) -> (int table, weights)
 
     def _conv_launch(self, dev, template: str, kind: str, dt: D.dtype, rows: int, args: list, reach: int,
-                     loops: int = 0, **params) -> None:
-        """Run kernel ``kind`` of ``template`` with one work-item per row. ``args`` holds buffers, ints of the
-        index type, and np.int32 flags; ``reach`` bounds every element index the kernel forms; ``loops`` bounds the
-        loop iterations of one work-item (a device with a loop limit refuses more: looplimit.py)."""
+                     loops: int = 0, grid: tuple | None = None, **params) -> None:
+        """Run kernel ``kind`` of ``template`` with one work-item per row (or, with ``grid``, on that n-D range,
+        ``rows`` its size). ``args`` holds buffers, ints of the index type, and np.int32 flags; ``reach`` bounds
+        every element index the kernel forms; ``loops`` bounds the loop iterations of one work-item (a device with a
+        loop limit refuses more: looplimit.py)."""
         if rows == 0:
             return
         self.rt.check_dtype(dev, dt)
@@ -68,7 +69,7 @@ class CLConv:
             params["window"] = window
         suffix = "_bilinear" if params["linear"] else ""
         kernel = programs.get_kernel(dev, template, f"{kind}{suffix}_{ctype}", tuple(arg_dtypes), params)
-        gsize, lsize = launch_size(dev, rows)
+        gsize, lsize = (grid, None) if grid else launch_size(dev, rows)
         kernel(dev.queue, gsize, lsize, *values)
 
     def _conv_acc(self, out):
@@ -130,29 +131,17 @@ class CLConv:
         inside = (win.oh - 1) * win.sh + win.kh <= h and (win.ow - 1) * win.sw + win.kw <= w
         fixed = (win.ph, win.pw, win.dh, win.dw) == (0, 0, 1, 1) and inside and win.kh * win.kw <= 16
         dev = self.rt.dev(out)
-        if fixed and dev.rank >= 2 and out.numel() and n * c <= INT32_MAX:
-            # CPU devices: a work-item per output, vectorized across ow (MNIST's first pool 367 -> 185 us of device
-            # time on PoCL, AMD EPYC)
-            self._pool_grid(out, indices, x, win)
+        reach = max(out.numel(), x._storage.size)
+        if fixed and dev.rank >= 2 and n * c <= INT32_MAX:
+            # CPU devices: a work-item per output of a 3-D range, vectorized across ow (MNIST's first pool 367 ->
+            # 185 us of device time on PoCL, AMD EPYC)
+            self._conv_launch(dev, "pool", "max_pool_grid", x.dtype, out.numel(),
+                              [_data(out), _data(indices), _data(x), *_strided(x), c, w, win.oh, win.ow, win.sh, win.sw],
+                              reach, grid=(win.ow, win.oh, n * c), window=(win.kh, win.kw))
             return
-        self._conv_launch(self.rt.dev(out), "pool", "max_pool", x.dtype, rows, args, max(out.numel(), x._storage.size),
+        self._conv_launch(dev, "pool", "max_pool", x.dtype, rows, args, reach,
                           loops=win.ow * (1 + win.kh * (1 + win.kw)) + win.ph + win.pw + 8,
                           window=(win.kh, win.kw) if fixed else None)
-
-    def _pool_grid(self, out, indices, x, win) -> None:
-        n, c, h, w = x.shape
-        dev = self.rt.dev(out)
-        dt = x.dtype
-        self.rt.check_dtype(dev, dt)
-        big = max(out.numel(), x._storage.size) > INT32_MAX
-        idx_np = np.int64 if big else np.int32
-        a = _acc(dt)
-        params = dict(kind="max_pool_grid", ctype=dt.ctype, acc=a.ctype, fp64=a is D.float64,
-                      idx_t="long" if big else "int", linear=False, window=(win.kh, win.kw))
-        arg_dtypes = (None, None, None) + (idx_np,) * 5 + (idx_np,) * 6
-        kernel = programs.get_kernel(dev, "pool", f"max_pool_grid_{dt.ctype}", arg_dtypes, params)
-        kernel(dev.queue, (win.ow, win.oh, n * c), None, _data(out), _data(indices), _data(x), *_strided(x), c, w,
-               win.oh, win.ow, win.sh, win.sw)
 
     def max_pool2d_backward(self, grad_in, grad_out, indices, win) -> None:
         n, c, h, w = grad_in.shape
@@ -174,21 +163,10 @@ class CLConv:
         """max-pool's backward for disjoint windows on CPU devices: zero, then one work-item per output."""
         n, c, h, w = acc.shape
         self.be.elementwise("identity", acc, [0], acc.dtype)
-        if grad_out.numel() == 0:
-            return
-        dev = self.rt.dev(acc)
-        dt = grad_out.dtype
-        self.rt.check_dtype(dev, dt)
-        reach = max(acc.numel(), grad_out._storage.size, indices._storage.size)
-        big = reach > INT32_MAX
-        idx_np = np.int64 if big else np.int32
-        a = _acc(dt)
-        params = dict(kind="max_pool_bwd_scatter", ctype=dt.ctype, acc=a.ctype, fp64=a is D.float64,
-                      idx_t="long" if big else "int", linear=False)
-        arg_dtypes = (None, None) + (idx_np,) * 5 + (None,) + (idx_np,) * 5
-        kernel = programs.get_kernel(dev, "pool", f"max_pool_bwd_scatter_{dt.ctype}", arg_dtypes, params)
-        kernel(dev.queue, (win.ow, win.oh, n * c), None, _data(acc), _data(grad_out), *_strided(grad_out),
-               _data(indices), indices._offset, c, h * w, win.oh, win.ow)
+        self._conv_launch(self.rt.dev(acc), "pool", "max_pool_bwd_scatter", grad_out.dtype, grad_out.numel(),
+                          [_data(acc), _data(grad_out), *_strided(grad_out), _data(indices), indices._offset, c, h * w,
+                           win.oh, win.ow], max(acc.numel(), grad_out._storage.size, indices._storage.size),
+                          grid=(win.ow, win.oh, n * c))
         acc._storage.version += 1
 
     def pool_gather(self, out, src, indices) -> None:
