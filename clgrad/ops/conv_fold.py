@@ -22,6 +22,7 @@ from __future__ import annotations
 from .. import backends
 from ..backends.cpu_conv import Window
 from ..tensor import Tensor
+from . import linalg
 from . import shape as S
 
 FOLD_POSITIONS = 32  # at most this many output positions per image: fold the batch into the product
@@ -36,12 +37,10 @@ def _empty(shape, like):
     return Tensor._empty(shape, like.dtype, like.device)
 
 
-def _product(a, b, like):
-    """a [R, K] @ b [K, C] (any strides) into a new contiguous [R, C], through the batched matmul primitive."""
-    out = _empty((1, a.shape[0], b.shape[1]), like)
-    a3 = a._view((1,) + tuple(a.shape), (0,) + tuple(a._strides), a._offset)
-    b3 = b._view((1,) + tuple(b.shape), (0,) + tuple(b._strides), b._offset)
-    backends.get(like.device).matmul(out, a3, b3)
+def _product(a, b):
+    """a [R, K] @ b [K, C] (any strides) into a new contiguous [R, C] (linalg's product of batched views)."""
+    out = linalg._product("conv2d", *(t._view((1,) + tuple(t.shape), (0,) + tuple(t._strides), t._offset)
+                                      for t in (a, b)))
     return out._view(tuple(out.shape[1:]), (out.shape[2], 1), out._offset)
 
 
@@ -73,7 +72,7 @@ def conv(x4, w4, win: Window):
     n, co = x4.shape[0], w4.shape[0]
     length = win.oh * win.ow
     cols = _columns(x4, win, rows=False)
-    y = _product(S.reshape(w4, co, cols.shape[0]), cols, x4)
+    y = _product(S.reshape(w4, co, cols.shape[0]), cols)
     out = y._view((n, co, length), (length, n * length, 1), y._offset).contiguous()
     return out._view((n, co, win.oh, win.ow), (co * length, length, win.ow, 1), out._offset)
 
@@ -82,7 +81,7 @@ def weight(x4, g4, win: Window):
     """dW [Co, taps] = the sum over images and positions of gy x im2col(x)."""
     n, co = g4.shape[:2]
     g = _matrix(S.reshape(g4, n, co, win.oh * win.ow), "cn")
-    return _product(g, _columns(x4, win, rows=True), x4)
+    return _product(g, _columns(x4, win, rows=True))
 
 
 def transposed(out, x4, w4, win: Window) -> None:
@@ -91,6 +90,6 @@ def transposed(out, x4, w4, win: Window) -> None:
     n, cin = x4.shape[:2]
     length = win.oh * win.ow
     taps = w4.shape[1] * win.kh * win.kw
-    drows = _product(_matrix(S.reshape(x4, n, cin, length), "nc"), S.reshape(w4, cin, taps), x4)
+    drows = _product(_matrix(S.reshape(x4, n, cin, length), "nc"), S.reshape(w4, cin, taps))
     cols = drows._view((n, taps, length), (length * taps, 1, taps), drows._offset)
     backends.get(out.device).col2im(out, cols, win)
