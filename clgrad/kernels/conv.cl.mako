@@ -9,12 +9,16 @@
 ##
 ## One work-item per row (im2col: per block of RB rows), looping along it: PoCL pays ~20 ns per work-item that it
 ## cannot vectorize, so rows (not elements) keep that cost and the index divisions off the per-element path.
+## On CPU devices 'im2col_grid' and 'col2im_grid' take windows of at most 64 taps (and positions or input rows
+## with unit strides) instead: a work-item per position of a 3-D range with the taps unrolled, which PoCL
+## vectorizes across the row (7-11x faster im2col, 2.7x faster col2im on MNIST's shapes).
 ##
 ## 'bias' adds a per-channel bias to a contiguous [N, C, L] output, one work-item per (n, c) row.
 ##
-## Render kwargs: name, kind ('im2col' | 'col2im' | 'bias'), ctype (storage type: im2col copies the bits, so 'ushort',
-## 'uint' or 'ulong' of the element's width; col2im: 'half', 'float' or 'double'), acc (col2im's output and
-## accumulator type: 'float' or 'double'; bias: the compute type), fp64, idx_t.
+## Render kwargs: name, kind ('im2col' | 'col2im' | 'im2col_grid' | 'col2im_grid' | 'bias'), ctype (storage type:
+## im2col copies the bits, so 'ushort', 'uint' or 'ulong' of the element's width; col2im: 'half', 'float' or
+## 'double'), acc (col2im's output and accumulator type: 'float' or 'double'; bias: the compute type), fp64, idx_t;
+## window (the grid kernels' compile-time geometry: im2col_grid (KH, KW, SW, padded), col2im_grid (KH, KW)).
 <%namespace name="cl" file="prelude.cl.mako"/>\
 <%
   def load(ptr, i):
@@ -81,6 +85,60 @@ __kernel void ${name}(
         }
     }
     }
+}
+% elif kind == "im2col_grid":
+<% kh, kw, sw, padded = context.get("window") %>\
+// CPU devices, windows of at most 64 taps: one work-item per output position (ow, oh) of plane nc = n*C + c of a
+// 3-D range, writing its ${kh}x${kw} taps (unrolled) of a cols with unit stride along positions, from an x with
+// unit stride along W. PoCL vectorizes across ow, and with the window stride ${sw} a compile-time constant the loads
+// and stores along ow are vector ones (MNIST's im2col of 64 x 10 x 12 x 12, k5: 800 -> 70 us on PoCL, AMD EPYC).
+__kernel void ${name}(
+    __global ${ctype} *cols, IDX cols_off, IDX cs_n, IDX cs_t, __global const ${ctype} *x, IDX x_off, IDX xs0,
+    IDX xs1, IDX xs2, IDX C, IDX H, IDX W, IDX OW, IDX SH, IDX PH, IDX PW, IDX DH, IDX DW)
+{
+    const IDX ow = (IDX)get_global_id(0), oh = (IDX)get_global_id(1), nc = (IDX)get_global_id(2);
+    const IDX n = nc / C, c = nc - n * C;
+    const IDX h0 = oh * SH - PH, w0 = ow * ${sw} - PW;
+    __global const ${ctype} *src = x + (x_off + n * xs0 + c * xs1 + h0 * xs2 + w0);
+    __global ${ctype} *dst = cols + (cols_off + n * cs_n + c * ${kh * kw} * cs_t + oh * OW + ow);
+% for ki in range(kh):
+%   for kj in range(kw):
+%     if padded:
+    {
+        const IDX h = h0 + ${ki} * DH, w = w0 + ${kj} * DW;
+        ${ctype} v = 0;
+        if ((h >= 0) & (h < H) & (w >= 0) & (w < W)) v = src[${ki} * DH * xs2 + ${kj} * DW];
+        dst[${ki * kw + kj} * cs_t] = v;
+    }
+%     else:
+    dst[${ki * kw + kj} * cs_t] = src[${ki} * DH * xs2 + ${kj} * DW];
+%     endif
+%   endfor
+% endfor
+}
+% elif kind == "col2im_grid":
+<% kh, kw = context.get("window") %>\
+// CPU devices, stride-1 windows of at most 64 taps: one work-item per element (w, h) of plane nc of the
+// (contiguous) output of a 3-D range, summing the column entries of its ${kh}x${kw} taps (unrolled; a tap's entry
+// exists where its output position lies inside [OH, OW]): PoCL vectorizes across w with masked vector loads
+// (MNIST's col2im onto 64 x 10 x 12 x 12, k5: 720 -> 270 us on PoCL, AMD EPYC).
+__kernel void ${name}(
+    __global ${acc} *out, __global const ${ctype} *cols, IDX cols_off, IDX cs_n, IDX cs_t,
+    IDX C, IDX H, IDX W, IDX OH, IDX OW, IDX PH, IDX PW, IDX DH, IDX DW)
+{
+    const IDX w = (IDX)get_global_id(0), h = (IDX)get_global_id(1), nc = (IDX)get_global_id(2);
+    const IDX n = nc / C, c = nc - n * C;
+    const IDX base = cols_off + n * cs_n + c * ${kh * kw} * cs_t;
+    ${acc} sum = 0;
+% for ki in range(kh):
+%   for kj in range(kw):
+    {
+        const IDX oh = h + PH - ${ki} * DH, ow = w + PW - ${kj} * DW;
+        if ((oh >= 0) & (oh < OH) & (ow >= 0) & (ow < OW)) sum += ${load("cols", f"base + {ki * kw + kj} * cs_t + oh * OW + ow")};
+    }
+%   endfor
+% endfor
+    out[(nc * H + h) * W + w] = sum;
 }
 % elif kind == "col2im":
 // row r = (n*C + c)*H + h of out, W entries long: out is zeroed, then every (ki, kj) tap whose output row

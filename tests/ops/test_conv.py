@@ -431,3 +431,50 @@ def test_folded_gradcheck(device, case):
     args = [_g(device, *s) for s in shapes]
     assert quiet_gradcheck(gradcheck, fn, args, **grad_precision(device)[1])
     assert quiet_gradcheck(gradgradcheck, fn, args, **grad_precision(device)[1])
+
+
+# ---- im2col/col2im: the grid kernels (CPU devices) and the row kernels, on the same cases -------------------
+GRID_CASES = [
+    ("conv2d", (3, 2, 12, 11), (3, 2, 5, 5), {}),  # MNIST-like: unpadded, every tap inside
+    ("conv2d", (2, 3, 9, 10), (4, 3, 3, 3), {"padding": 2}),  # padded: the masked loads
+    ("conv2d", (2, 3, 16, 15), (2, 3, 7, 7), {"stride": 2, "padding": 3}),  # a ResNet stem: stride 2, 49 taps
+    ("conv2d", (2, 2, 14, 13), (3, 2, 3, 3), {"dilation": (2, 3), "padding": (1, 2)}),
+    ("conv2d", (2, 2, 9, 9), (2, 2, 9, 9), {"padding": 4}),  # 81 taps: past GRID_TAPS, the row kernels
+    ("conv1d", (2, 3, 70), (2, 3, 5), {"padding": 1}),  # one row of 68 positions
+    ("conv1d", (1, 1, 1100), (1, 1, 3), {}),  # 1098 positions: wider than a grid work-group
+    ("conv_transpose2d", (2, 3, 7, 8), (3, 2, 3, 3), {"padding": 1}),  # stride 1: col2im on the grid
+    ("conv_transpose2d", (2, 3, 7, 8), (3, 2, 3, 3), {"stride": 2}),  # col2im's row kernel
+]
+
+
+@pytest.mark.parametrize("grid", [True, False], ids=["grid", "rows"])
+@pytest.mark.parametrize("case", GRID_CASES, ids=_ids)
+def test_im2col_kernels(device, case, grid, monkeypatch):
+    """Convolutions with more than FOLD_POSITIONS output positions (one product per image over im2col's columns,
+    col2im for the input gradient) with the grid kernels allowed and with the row kernels only, against PyTorch,
+    in float32 and, for the bit-moving im2col and col2im's accumulators, float16 and float64."""
+    from clgrad.backends.opencl import conv as clconv
+    monkeypatch.setattr(clconv, "GRID_TAPS", clconv.GRID_TAPS if grid else 0)
+    op, xs, ws, kwargs = case
+    arrays = _conv_arrays(op, xs, ws, kwargs)
+    _check(device, op, arrays, kwargs)
+    _check(device, op, arrays, kwargs, dtype="float16", backward=False)
+    if fp64_ok(device):
+        _check(device, op, arrays, kwargs, dtype="float64")
+
+
+@pytest.mark.oclgrind
+def test_im2col_grid_kernels_oclgrind(device, capfd):
+    """The grid kernels (padded and unpadded im2col, col2im; float32 and float16) under Oclgrind's memory checks:
+    more than FOLD_POSITIONS positions, so one product per image."""
+    cases = [((1, 2, 7, 6), (2, 2, 3, 3), {"padding": 1}), ((1, 2, 8, 9), (2, 2, 2, 3), {})]
+    for xs, ws, kwargs in cases:
+        for dtype in ("float32", "float16"):
+            _check(device, "conv2d", _conv_arrays("conv2d", xs, ws, kwargs), kwargs, dtype=dtype,
+                   backward=dtype == "float32")
+    _check(device, "conv_transpose2d", _conv_arrays("conv_transpose2d", (1, 2, 7, 6), (2, 1, 3, 3), {}), {})
+    if device != "cpu":
+        clgrad.opencl.synchronize()
+    err = capfd.readouterr().err
+    found = [m for m in ERROR_MARKERS if m.lower() in err.lower()]
+    assert not found, f"the OpenCL runtime reported {found}:\n{err[:4000]}"

@@ -18,6 +18,21 @@ _BITS = {2: "ushort", 4: "uint", 8: "ulong"}  # im2col moves bits: no conversion
 _MAX_TABLES = 64
 # im2col work-items to aim for on a CPU device: enough for every core, few enough that each does real work
 CPU_ITEMS = 4096
+GRID_TAPS = 64  # the grid kernels unroll windows of at most this many taps (a 7x7 stem has 49)
+GRID_LOCAL = 1024  # ... in work-groups of at most this many items
+
+
+def _grid_local(dev, width: int, height: int, taps: int) -> tuple | None:
+    """The work-group (width, d, 1) of an im2col/col2im grid kernel over positions (width, height, planes), d the
+    largest divisor of ``height`` within GRID_LOCAL items (a fixed size: PoCL compiles again for each new local
+    size, and left to pick one it would for each batch size); None where the grid kernels do not apply (GPUs, big
+    windows, rows wider than a work-group)."""
+    if dev.rank < 2 or not 0 < taps <= GRID_TAPS or width * height == 0:
+        return None
+    limit = min(GRID_LOCAL, dev.props.max_work_group_size)
+    if width > limit:
+        return None
+    return width, max(d for d in range(1, min(height, limit // width) + 1) if height % d == 0), 1
 
 
 def _acc(dt: D.dtype) -> D.dtype:
@@ -40,9 +55,9 @@ class CLConv:
         self._tables = launcher.cache()  # (device, row table key, column table key, acc) -> (int table, weights)
 
     def _conv_launch(self, dev, template: str, kind: str, dt: D.dtype, rows: int, args: list, reach: int,
-                     loops: int = 0, grid: tuple | None = None, **params) -> None:
-        """Run kernel ``kind`` of ``template`` with one work-item per row (or, with ``grid``, on that n-D range,
-        ``rows`` its size). ``args`` holds buffers, ints of the index type, and np.int32 flags; ``reach`` bounds
+                     loops: int = 0, grid: tuple | None = None, local: tuple | None = None, **params) -> None:
+        """Run kernel ``kind`` of ``template`` with one work-item per row (or, with ``grid``, on that n-D range in
+        work-groups of ``local`` (None: the device picks), ``rows`` its size). ``args`` holds buffers, ints of the index type, and np.int32 flags; ``reach`` bounds
         every element index the kernel forms; ``loops`` bounds the loop iterations of one work-item (a device with a
         loop limit refuses more: looplimit.py)."""
         if rows == 0:
@@ -69,7 +84,7 @@ class CLConv:
             params["window"] = window
         suffix = "_bilinear" if params["linear"] else ""
         kernel = programs.get_kernel(dev, template, f"{kind}{suffix}_{ctype}", tuple(arg_dtypes), params)
-        gsize, lsize = (grid, None) if grid else launch_size(dev, rows)
+        gsize, lsize = (grid, local) if grid else launch_size(dev, rows)
         kernel(dev.queue, gsize, lsize, *values)
 
     def _conv_acc(self, out):
@@ -85,6 +100,16 @@ class CLConv:
     def im2col(self, cols, x, win) -> None:
         n, c, h, w = x.shape
         dev = self.rt.dev(cols)
+        local = _grid_local(dev, win.ow, win.oh, win.kh * win.kw)
+        if local and (x._strides[3] == 1 or w == 1) and (cols._strides[2] == 1 or win.oh * win.ow == 1):
+            inside = (win.ph, win.pw) == (0, 0) and (win.oh - 1) * win.sh + (win.kh - 1) * win.dh < h and \
+                (win.ow - 1) * win.sw + (win.kw - 1) * win.dw < w
+            args = [_data(cols), *_strided(cols)[:3], _data(x), *_strided(x)[:4], c, h, w, win.ow, win.sh, win.ph,
+                    win.pw, win.dh, win.dw]
+            self._conv_launch(dev, "conv", "im2col_grid", x.dtype, cols.numel(), args,
+                              max(cols._storage.size, x._storage.size), grid=(win.ow, win.oh, n * c), local=local,
+                              ctype=_BITS[x.dtype.itemsize], window=(win.kh, win.kw, win.sw, not inside))
+            return
         taps = n * c * win.kh * win.kw
         # CPUs: blocks of rows, so that about CPU_ITEMS work-items share the work; GPUs: one row each
         block = 1 if dev.rank < 2 else max(1, min(win.oh, -(-taps * win.oh // CPU_ITEMS)))
@@ -116,6 +141,16 @@ class CLConv:
     def col2im(self, out, cols, win) -> None:
         n, c, h, w = out.shape
         acc = self._conv_acc(out)
+        dev = self.rt.dev(out)
+        local = _grid_local(dev, w, h, win.kh * win.kw) if win.sh == win.sw == 1 else None
+        if local and (cols._strides[2] == 1 or win.oh * win.ow == 1):
+            args = [_data(acc), _data(cols), *_strided(cols)[:3], c, h, w, win.oh, win.ow, win.ph, win.pw, win.dh,
+                    win.dw]
+            self._conv_launch(dev, "conv", "col2im_grid", cols.dtype, out.numel(), args,
+                              max(out.numel(), cols._storage.size), grid=(w, h, n * c), local=local,
+                              window=(win.kh, win.kw))
+            self._conv_finish(out, acc)
+            return
         rows = n * c * h
         args = [_data(acc), _data(cols), *_strided(cols), c, h, w, win.oh, win.ow, *win[:8], rows]
         self._conv_launch(self.rt.dev(out), "conv", "col2im", cols.dtype, rows, args, max(out.numel(), cols._storage.size),

@@ -3,7 +3,7 @@
 
 GROUPS = {
     'mnist': (
-        ('conv', 'im2col_uint', (('acc', 'float'), ('ctype', 'uint'), ('fp64', False), ('idx_t', 'int'), ('kind', 'im2col'), ('linear', False))),
+        ('conv', 'im2col_grid_uint', (('acc', 'float'), ('ctype', 'uint'), ('fp64', False), ('idx_t', 'int'), ('kind', 'im2col_grid'), ('linear', False), ('window', (5, 5, 1, False)))),
         ('matmul', 'matmul_float', (('acc', 'float'), ('bias', True), ('ctype', 'float'), ('fp64', False), ('idx_t', 'int'), ('tk', 32), ('tm', 16), ('tn', 32), ('vw', 16), ('wm', 16), ('wn', 2))),
         ('conv', 'bias_float', (('acc', 'float'), ('ctype', 'float'), ('fp64', False), ('idx_t', 'int'), ('kind', 'bias'), ('linear', False))),
         ('pool', 'max_pool_grid_float', (('acc', 'float'), ('ctype', 'float'), ('fp64', False), ('idx_t', 'int'), ('kind', 'max_pool_grid'), ('linear', False), ('window', (2, 2)))),
@@ -28,13 +28,14 @@ GROUPS = {
         ('elementwise', 'identity_long', (('args', ((True, None, 'long', True),)), ('bundle', True), ('compute', 'long'), ('fp64', False), ('grid', False), ('guard', False), ('half_compute', False), ('idx_t', 'int'), ('inner', (None,)), ('integral', True), ('ndim', 1), ('op', 'identity'), ('op_dtype', 'int64'), ('out_cast', 'plain'), ('out_contig', True), ('out_ctype', 'long'), ('prelude', ()))),
         ('elementwise', 'identity_float', (('args', ((True, None, 'float', True),)), ('bundle', True), ('compute', 'float'), ('fp64', False), ('grid', False), ('guard', False), ('half_compute', False), ('idx_t', 'int'), ('inner', (None,)), ('integral', False), ('ndim', 1), ('op', 'identity'), ('op_dtype', 'float32'), ('out_cast', 'plain'), ('out_contig', True), ('out_ctype', 'float'), ('prelude', ()))),
         ('pool', 'max_pool_bwd_scatter_float', (('acc', 'float'), ('ctype', 'float'), ('fp64', False), ('idx_t', 'int'), ('kind', 'max_pool_bwd_scatter'), ('linear', False))),
-        ('conv', 'col2im_float', (('acc', 'float'), ('ctype', 'float'), ('fp64', False), ('idx_t', 'int'), ('kind', 'col2im'), ('linear', False))),
+        ('conv', 'col2im_grid_float', (('acc', 'float'), ('ctype', 'float'), ('fp64', False), ('idx_t', 'int'), ('kind', 'col2im_grid'), ('linear', False), ('window', (5, 5)))),
         ('reduce', 'reduce_sum_float', (('acc', 'float'), ('axis', 'col'), ('fp64', False), ('idx', 'none'), ('idx_t', 'int'), ('in_ctype', 'float'), ('inner_nd', 1), ('layout', 'loop'), ('op', 'sum'), ('out_cast', 'plain'), ('out_ctype', 'float'), ('outer_nd', 1), ('unroll', 1), ('vec', 8))),
         ('reduce', 'reduce_sum_float', (('acc', 'float'), ('axis', 'col'), ('fp64', False), ('idx', 'none'), ('idx_t', 'int'), ('in_ctype', 'float'), ('inner_nd', 1), ('layout', 'loop'), ('op', 'sum'), ('out_cast', 'plain'), ('out_ctype', 'float'), ('outer_nd', 1), ('unroll', 1), ('vec', 4))),
         ('optim', 'sgd_step_float', (('amsgrad', False), ('ctype', 'float'), ('decay', 'none'), ('first', True), ('fp64', False), ('idx_t', 'int'), ('kind', 'sgd'), ('maximize', False), ('momentum', True), ('nesterov', False), ('weight_decay', False))),
         ('optim', 'sgd_step_float', (('amsgrad', False), ('ctype', 'float'), ('decay', 'none'), ('first', False), ('fp64', False), ('idx_t', 'int'), ('kind', 'sgd'), ('maximize', False), ('momentum', True), ('nesterov', False), ('weight_decay', False))),
     ),
     'rnn': (
+        ('elementwise', 'identity_float', (('args', ((False, 'float', 'float', False),)), ('bundle', True), ('compute', 'float'), ('fp64', False), ('grid', True), ('guard', False), ('half_compute', False), ('idx_t', 'int'), ('inner', (1, None)), ('integral', False), ('ndim', 2), ('op', 'identity'), ('op_dtype', 'float32'), ('out_cast', 'plain'), ('out_contig', True), ('out_ctype', 'float'), ('prelude', ()))),
         ('elementwise', 'rnn_tanh_float', (('args', ((False, 'float', 'float', True), (False, 'float', 'float', True), (False, 'float', 'float', False))), ('bundle', True), ('compute', 'float'), ('fp64', False), ('grid', True), ('guard', False), ('half_compute', False), ('idx_t', 'int'), ('inner', (1, 1, 1, 1)), ('integral', False), ('ndim', 2), ('op', 'rnn_tanh'), ('op_dtype', 'float32'), ('out_cast', 'plain'), ('out_contig', True), ('out_ctype', 'float'), ('prelude', ()))),
         ('softmax', 'xent_float', (('acc', 'float'), ('fp64', False), ('group', False), ('idx_t', 'int'), ('ins', (('x', 'float'), ('t', 'long'))), ('mean', False), ('mode', 'xent'), ('nd', 1), ('outs', (('out', 'float'), ('wt', 'float'), ('lse', 'float'))), ('vec', 1), ('weighted', False))),
         ('softmax', 'xent_backward_float', (('acc', 'float'), ('fp64', False), ('group', False), ('idx_t', 'int'), ('ins', (('x', 'float'), ('t', 'long'), ('wt', 'float'), ('g', 'float'), ('lse', 'float'), ('total', 'float'))), ('mean', True), ('mode', 'xent_backward'), ('nd', 1), ('outs', (('out', 'float'),)), ('vec', 1), ('weighted', False))),
