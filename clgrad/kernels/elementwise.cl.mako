@@ -441,10 +441,10 @@ __kernel void ${name}(
     }
     barrier(CLK_LOCAL_MEM_FENCE);
 %   endif
+## a tile kernel's coordinates come from the group and local ids: with get_global_id's, PoCL gathered the
+## elements of a kernel with guarded (tail) tiles, its whole tiles included
 %   for d in range(ndim):
 %     if tiles:
-    ## from the group and local ids: with get_global_id's, PoCL gathered the elements of guarded (tail) tiles'
-    ## kernels, whole tiles included
     const IDX c${d} = (IDX)${f"(get_group_id({ndim - 1 - d}) * {tile} + get_local_id({ndim - 1 - d}))" if d >= ndim - 2 else "get_group_id(2)"};
 %     else:
     const IDX c${d} = (IDX)get_global_id(${ndim - 1 - d});
