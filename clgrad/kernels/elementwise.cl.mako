@@ -7,15 +7,18 @@
 ## per op, so the compiler contracts a multiply and an add into an fma exactly where the op's own kernel would).
 ## ``checked``: the integer division kernels (floor_divide, trunc_divide, remainder, fmod) that also take the launching
 ## thread's error buffer and a slot, and set it where the divisor is 0 (the result stays the defined 0).
+## ``tile``, ``tiles``: a grid kernel's inputs read through ``tile`` x ``tile`` local-memory tiles (their positions;
+## transposed operands on PoCL, see backends/opencl/elementwise.py: _tile_side), launched in work-groups of a tile.
 <%namespace name="cl" file="prelude.cl.mako"/>\
 <%
   letters = "abcdefgh"
   strided = (not out_contig) or any((not contig) and (not scalar) for scalar, _, _, contig in args)
-  def load(k, arg):
+  def load(k, arg, idx=None):
       scalar, ctype, load_t, contig = arg
       if scalar:
           return f"s{k}"
-      idx = f"off{k} + gid" if contig else f"i{k}"
+      if idx is None:
+          idx = f"off{k} + gid" if contig else f"i{k}"
       raw = cl.module.load(ctype, f"in{k}", idx)
       if load_t == "bool":
           return f"({raw} != 0)"
@@ -410,7 +413,7 @@ __kernel void ${name}(
 <%
     tensor_pos = [k for k, (scalar, _, _, _) in enumerate(args) if not scalar]
     targets = [(f"i{k}", f"off{k}", f"st{k}_", inner[1 + tensor_pos.index(k)])
-               for k, (scalar, _, _, contig) in enumerate(args) if not scalar and not contig]
+               for k, (scalar, _, _, contig) in enumerate(args) if not scalar and not contig and k not in tiles]
     if not out_contig:
         targets.append(("io", "out_off", "os", inner[0]))
     def term(d, st, unit):
@@ -418,13 +421,56 @@ __kernel void ${name}(
             return f" + c{d}" if unit == 1 else ""
         return f" + c{d} * {st}{d}"
 %>\
+%   if tiles:
+<%
+    r, c = ndim - 2, ndim - 1
+    # the work-group's tile lies wholly inside the tensor (uniform: the compiler takes the unguarded loop for it)
+    full = f"((get_group_id(1) + 1) * {tile} <= (size_t)n{r} && (get_group_id(0) + 1) * {tile} <= (size_t)n{c})"
+    batch = f" + (IDX)get_group_id(2) * st{{k}}_0" if ndim == 3 else ""
+%>\
+    // ``tiles``: operands read down their rows (unit stride), across them with a long one. The work-group reads
+    // a tile of each along its rows (work-item (x, y) the element at row x, column y of the tile), a barrier,
+    // then each work-item takes its element (row y, column x) from the tile. Nothing computed before the
+    // barrier is used after it: PoCL would keep such values per work-item and gather through them.
+%     for k in tiles:
+    __local ${"uchar" if args[k][2] == "bool" else args[k][2]} tile${k}[${tile}][${tile + 1}];
+%     endfor
+    {
+        const IDX tr = (IDX)(get_group_id(1) * ${tile} + get_local_id(0));
+        const IDX tc = (IDX)(get_group_id(0) * ${tile} + get_local_id(1));
+%     if guard:
+        if (${full} || (tr < n${r} && tc < n${c})) {
+%     else:
+        {
+%     endif
+%     for k in tiles:
+            tile${k}[get_local_id(1)][get_local_id(0)] = ${load(k, args[k], f"off{k}{batch.format(k=k)} + tr + tc * st{k}_{c}")};
+%     endfor
+        }
+    }
+    barrier(CLK_LOCAL_MEM_FENCE);
+%   endif
+## a tile kernel's coordinates come from the group and local ids: with get_global_id's, PoCL gathered the
+## elements of a kernel with guarded (tail) tiles, its whole tiles included
 %   for d in range(ndim):
+%     if tiles:
+    const IDX c${d} = (IDX)${f"(get_group_id({ndim - 1 - d}) * {tile} + get_local_id({ndim - 1 - d}))" if d >= ndim - 2 else "get_group_id(2)"};
+%     else:
     const IDX c${d} = (IDX)get_global_id(${ndim - 1 - d});
+%     endif
 %   endfor
-%   if guard:
+%   if guard and tiles:
+    // the rest in a block, not after a return: only so does PoCL take the unguarded loop for a whole tile
+    if (${full} || (c${ndim - 2} < n${ndim - 2} && c${ndim - 1} < n${ndim - 1})) {
+%   elif guard:
     if (c${ndim - 1} >= n${ndim - 1}) return;
 %   endif
+%   if tiles:
+    ## in size_t: in int, PoCL gathered a guarded 3-D tile kernel's elements
+    const IDX gid = (IDX)${"(" * (ndim - 1) + "(size_t)c0" + "".join(f" * n{d} + c{d})" for d in range(1, ndim))};
+%   else:
     const IDX gid = ${"(" * (ndim - 1) + "c0" + "".join(f" * n{d} + c{d})" for d in range(1, ndim))};
+%   endif
 %   for var, off, st, unit in targets:
     const IDX ${var} = ${off}${"".join(term(d, st, unit) for d in range(ndim))};
 %   endfor
@@ -459,7 +505,11 @@ __kernel void ${name}(
 % endif
 % endif
 % for k, arg in enumerate(args):
+%   if grid and k in tiles:
+    ${"uchar" if arg[2] == "bool" else arg[2]} ${letters[k]} = tile${k}[get_local_id(0)][get_local_id(1)];
+%   else:
     ${"uchar" if arg[2] == "bool" else arg[2]} ${letters[k]} = ${load(k, arg)};
+%   endif
 % endfor
 % for statement in prelude:
     ${fm(statement)}
@@ -479,6 +529,9 @@ __kernel void ${name}(
     out[${oidx}] = (${out_ctype})(long)(${expr});
 % else:
     out[${oidx}] = (${out_ctype})(${expr});
+% endif
+% if grid and tiles and guard:
+    }
 % endif
 }
 

@@ -39,8 +39,8 @@ def _grid_size(shape, across: bool = False, max_group: int = 1024) -> tuple:
     (the most of 256, 128, ..., 16 that divide the rows and fit ``max_group``). The lanes of a gather then touch
     only 16 rows of the transposed operand (16 pages, where 64 lanes had touched 64: its TLB misses, not the
     bytes, bounded the kernel), each page reused along the group's rows: a transposed a*b+c on 4096x4096 went
-    6.6 -> 9.7 GB/s with 64 x 16 groups and to ~20 GB/s with 16 x 256 on PoCL (AMD EPYC); a local-memory tile
-    transpose is what would remove the gather."""
+    6.6 -> 9.7 GB/s with 64 x 16 groups and to ~20 GB/s with 16 x 256 on PoCL (AMD EPYC). Where a local-memory
+    tile removes the gather (_tile_side), these groups serve the rest: other devices, short sides, outputs."""
     if across and len(shape) >= 2:
         for rows in (256, 128, 64, 32, 16):
             if shape[-2] % rows == 0 and 16 * rows <= max_group:
@@ -49,6 +49,41 @@ def _grid_size(shape, across: bool = False, max_group: int = 1024) -> tuple:
                         (local, rows) + (1,) * (len(shape) - 2))
     local = min(64, pow2(shape[-1]))
     return ((-(-shape[-1] // local) * local, *reversed(shape[:-1])), (local,) + (1,) * (len(shape) - 1))
+
+
+def _tile_side(dev) -> int:
+    """The side of the local-memory tile through which a CPU grid kernel reads a transposed operand, 0 for none.
+
+    A transposed operand (unit stride down the rows, a long one across) is read along its rows into a
+    ``__local`` tile, a barrier, then each work-item takes its element from the tile, while the output and the
+    other operands are read and written as they lie. On PoCL 3.1 (AMD EPYC, AVX-512) ``a.T * b`` on 4096x4096
+    fp32 took 8.5 ms with 64 x 64 tiles against 20 ms on the 16 x 256 gather groups (_grid_size) in the same
+    run; 32 x 32 tiles were 1.0-1.4x the gather, 16 x 16 and anything with several elements a work-item slower
+    (PoCL vectorizes across dim 0 of a work-group, and only a work-group of 64 columns kept LLVM from unrolling
+    it and vectorizing across rows instead). rusticl (llvmpipe) ran 32 x 32 tiles at 0.5x its gather, so it
+    keeps that. The simulator takes the largest tile its work-groups allow (Oclgrind: 32), so that it checks
+    the tile kernel's accesses and barrier."""
+    p = dev.props
+    if p.platform != "Portable Computing Language" and not p.is_simulator:
+        return 0
+    return next((t for t in (64, 32) if t * t <= p.max_work_group_size), 0)
+
+
+def _tiled(shape, out_strides, strides: dict, sizes: dict, side: int, local_memory: int) -> tuple:
+    """The inputs (their positions) read through a tile: those read with a unit stride down the rows and a
+    long one across them, while their tiles (``sizes``: bytes of one element) fit half the local memory. Both
+    of the last two dims must be at least a tile long: a short side leaves most of each tile's work-items idle.
+    An output written across its rows keeps the gather groups too: scattered from 64 x 64 groups, add(a.T, b,
+    out=c.T) on 2048x2048 took 3x as long."""
+    if not side or min(shape[-2:]) < side or out_strides[-1] not in (0, 1):
+        return ()
+    tiled, used = [], 0
+    for k, st in strides.items():
+        need = side * (side + 1) * sizes[k]
+        if st[-2] == 1 and st[-1] not in (0, 1) and used + need <= local_memory // 2:
+            tiled.append(k)
+            used += need
+    return tuple(tiled)
 
 
 def _zero_division():
@@ -121,10 +156,12 @@ class CLElementwise:
             arg_dtypes += [idx_np] * ndim
             values += strides[0]
         ti = 1
+        tensor_strides, tile_bytes = {}, {}  # by input position: what _tiled chooses from
         for k, x in enumerate(inputs):
             load_t = "bool" if k in entry.bool_args else compute_ctype
             if not is_scalar(x):
-                st = strides[ti]
+                st = tensor_strides[k] = strides[ti]
+                tile_bytes[k] = np.dtype(_SCALAR_NP[load_t]).itemsize
                 ti += 1
                 contig = is_contig(shape, st)
                 arg_desc.append((False, x.dtype.ctype, load_t, contig))
@@ -148,7 +185,15 @@ class CLElementwise:
         # every vector lane, with a constant one it loads a contiguous run (a broadcast row) or one value
         inner = tuple(st[-1] if grid and st[-1] in (0, 1) else None for st in strides)
         across = grid and any(st[-1] not in (0, 1) for st in strides)  # an operand (or out) read across rows
-        gsize, lsize = _grid_size(shape, across, dev.props.max_work_group_size) if grid else launch_size(dev, n)
+        side = _tile_side(dev) if across else 0
+        tiles = _tiled(shape, strides[0], tensor_strides, tile_bytes, side, dev.props.local_memory) if side else ()
+        if tiles:  # one work-item per element of a side x side tile; the tails are guarded
+            gsize = (-(-shape[-1] // side) * side, -(-shape[-2] // side) * side, *shape[:-2])
+            lsize = (side, side) + (1,) * (ndim - 2)
+            guard = shape[-1] % side != 0 or shape[-2] % side != 0
+        else:
+            gsize, lsize = _grid_size(shape, across, dev.props.max_work_group_size) if grid else launch_size(dev, n)
+            guard = gsize[0] != (shape[-1] if grid else n)
         if strided:
             arg_dtypes += [idx_np] * ndim
             values += shape
@@ -165,7 +210,8 @@ class CLElementwise:
         params = dict(
             compute=compute_ctype, integral=integral, **kernels, prelude=() if fused is None else fused[1],
             half_compute=compute.ctype if compute in D.HALF_FLOATS else False, args=tuple(arg_desc),
-            out_ctype=out.dtype.ctype, out_contig=out_contig, grid=grid, inner=inner, guard=gsize[0] != (shape[-1] if grid else n), out_cast=_out_cast(out.dtype, compute, entry), ndim=ndim,
+            out_ctype=out.dtype.ctype, out_contig=out_contig, grid=grid, inner=inner, guard=guard,
+            tile=side if tiles else 0, tiles=tiles, out_cast=_out_cast(out.dtype, compute, entry), ndim=ndim,
             idx_t="long" if big else "int", fp64=D.float64 in (compute, out.dtype) or any(x.dtype is D.float64 for x in tensors),
         )
         name = f"{op}_{compute_ctype}"
