@@ -25,6 +25,8 @@ from pathlib import Path
 
 import numpy as np
 
+from .. import dtypes as D
+
 __all__ = [
     "KERNEL_TEMPLATE",
     "STORAGE_CTYPE",
@@ -168,7 +170,7 @@ def sample(
         int(offset) & _MASK64
     )  # wraps mod 2**64
     w0, w1, _, _ = philox4x32(counter, seed)
-    out_dtype = np.dtype(dtype_name)
+    out_dtype = D.as_dtype(dtype_name).np  # bfloat16's numpy type is imported on first use (dtypes.py)
 
     # Every expression below mirrors the kernel operation by operation, in the
     # same precision, so that the results are bit-identical (the kernel turns

@@ -34,7 +34,7 @@ def usable(x, rows: int, taps: int, depth: int) -> bool:
     """Whether the implicit-GEMM kernels serve x's device and dtype (float types) for a product of ``rows`` output
     channels per group over ``taps`` window taps, ``depth`` terms deep per output (on a device with a loop limit,
     looplimit.py, only where one work-item's loops stay within its budget)."""
-    if x.dtype.kind != "f":
+    if x.dtype.ctype not in _ACC:  # integers, bfloat16: im2col + matmul
         return False
     dev = Launcher.dev(x)
     budget = looplimit.budget(dev)
