@@ -182,3 +182,30 @@ def test_shipped_table_is_current(cl_dev, device, monkeypatch):
     listed = {m for members in group_table.GROUPS.values() for m in members}
     missing = sorted(f"{t}/{n}" for t, n, _ in requested - listed)
     assert not missing, f"kernels the MNIST step requests that the group table lacks: {missing}"
+
+
+def test_shared_member_comes_from_a_built_group_else_the_smallest(cl_dev, monkeypatch):
+    """A kernel listed in two groups (the MNIST and RNN steps share matmul) is taken from a group already built on
+    the device, and otherwise builds the smaller group: the RNN's first step asked for the shared matmul first and
+    built the MNIST group of 30 kernels for it."""
+    if not programs._groups_on(cl_dev):
+        pytest.skip("groups are built on PoCL only")
+    shared, big_only, small_only = (("t", n, ()) for n in ("shared", "big_only", "small_only"))
+    monkeypatch.setattr(group_table, "GROUPS", {"big": (big_only, shared, ("t", "x", ())), "small": (shared, small_only)})
+    monkeypatch.setattr(groups, "_index", None)
+    monkeypatch.setattr(programs, "_groups_built", {})
+    built = []
+
+    def fake_build(dev, members, label):
+        built.append(label)
+        return {m: (label, m[1]) for m in members}
+
+    monkeypatch.setattr(programs, "build_group", fake_build)
+    assert groups.groups_of(shared) == ("big", "small") and groups.group_of(shared) == "big"
+    assert programs._grouped(cl_dev, shared) == ("small", "shared") and built == ["small"]
+    assert programs._grouped(cl_dev, big_only) == ("big", "big_only") and built == ["small", "big"]
+    assert programs._grouped(cl_dev, shared) == ("big", "shared")  # both built: the first one listed
+    monkeypatch.setattr(programs, "_groups_built", {})
+    programs._grouped(cl_dev, big_only)
+    assert programs._grouped(cl_dev, shared) == ("big", "shared")  # the built group, though the larger
+    monkeypatch.setattr(groups, "_index", None)

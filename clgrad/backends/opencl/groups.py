@@ -115,18 +115,26 @@ def combine(sources: list) -> tuple[str, list]:
     return "".join(parts), renames
 
 
-_index: dict | None = None  # member -> group name, built from the table on first use
+_index: dict | None = None  # member -> the groups listing it (table order), built from the table on first use
 
 
-def group_of(member: tuple) -> str | None:
-    """The group listing ``member`` = (template, kernel name, sorted render parameters), or None."""
+def groups_of(member: tuple) -> tuple:
+    """The groups listing ``member`` = (template, kernel name, sorted render parameters): a kernel two workloads
+    share (matmul, the optimizer step) is in each one's group."""
     global _index
     if _index is None:
         _index = {}
         for group, members in group_table.GROUPS.items():
             for m in members:
-                _index.setdefault(m, group)
-    return _index.get(member)
+                if group not in _index.setdefault(m, ()):
+                    _index[m] += (group,)
+    return _index.get(member, ())
+
+
+def group_of(member: tuple) -> str | None:
+    """The first group listing ``member``, or None."""
+    found = groups_of(member)
+    return found[0] if found else None
 
 
 def members(group: str) -> tuple:
