@@ -478,3 +478,17 @@ def test_im2col_grid_kernels_oclgrind(device, capfd):
     err = capfd.readouterr().err
     found = [m for m in ERROR_MARKERS if m.lower() in err.lower()]
     assert not found, f"the OpenCL runtime reported {found}:\n{err[:4000]}"
+
+
+@pytest.mark.parametrize("flip", [True, False], ids=["cols@gyT", "gy@colsT"])
+@pytest.mark.parametrize("case", [("conv2d", (3, 6, 10, 9), (4, 6, 3, 3), {}),
+                                  ("conv2d", (2, 2, 12, 12), (8, 2, 3, 3), {"padding": 1})], ids=_ids)
+def test_weight_gradient_orientations(device, case, flip, monkeypatch):
+    """The per-image weight gradient multiplied both ways round (dW^T = cols @ gy^T where taps outnumber the output
+    channels FLIP_TAPS times, else gy @ cols^T), against PyTorch."""
+    from clgrad.ops import conv
+    monkeypatch.setattr(conv, "FLIP_TAPS", 1 if flip else 10**9)
+    op, xs, ws, kwargs = case
+    _check(device, op, _conv_arrays(op, xs, ws, kwargs), kwargs)
+    if fp64_ok(device):
+        _check(device, op, _conv_arrays(op, xs, ws, kwargs), kwargs, dtype="float64")
