@@ -19,7 +19,8 @@
 ## every row in the store (linear's bias). Both are run-time choices so that one kernel serves all four uses:
 ## on PoCL each kernel costs 1-3 s of code generation on first use.
 ##
-## Render kwargs: name, ctype (storage type), acc (accumulator type), fp64, idx_t, tm, tn, tk, wm, wn, vw, bias.
+## Render kwargs: name, ctype (storage type), acc (accumulator type), fp64, idx_t, tm, tn, tk, wm, wn, vw, bias,
+## nt_blocks (optional: b's tiles read along k transposed in registers).
 <%namespace name="cl" file="prelude.cl.mako"/>\
 <%
   lx, ly = tn // (wn * vw), tm // wm
@@ -68,7 +69,37 @@
       idx = {slow: ss, fast: f}
       return f"As[{idx['m']}][{idx['k']}]" if op == "a" else f"Bs[{idx['k']}][{idx['n']}]"
   slow_ok = f"{start[slow]} + {ss} < {limit[slow]}"
+  # nt_blocks (big products whose b is read along k, x @ W.T, on CPU tilings of a lone work-item): 16 x 16 blocks of
+  # b transposed in registers (shuffle2 butterflies, vector stores) instead of 16 scalar stores per vector load.
+  # Their own kernel: the blocks cost 0.18 s more code generation on PoCL, which small products do not win back
+  blocks = context.get("nt_blocks", False) and op == "b" and unit == "k" and not checked and w == 16 and nt == 1 \
+      and acc == "float" and tn % 16 == 0 and tk % 16 == 0
+
+  def butterfly(d):
+      lo = ", ".join(str(16 + j - d if j & d else j) for j in range(16))
+      hi = ", ".join(str(16 + j if j & d else j + d) for j in range(16))
+      return f"(uint16)({lo})", f"(uint16)({hi})"
 %>\
+% if blocks:
+            for (int blk = 0; blk < ${(tn // 16) * (tk // 16)}; ++blk) {
+                const int nb = (blk / ${tk // 16}) * 16, kb = (blk % ${tk // 16}) * 16;
+                const IDX g = b_base + (n0 + nb) * b_sn + k0 + kb;
+%   for i in range(16):
+                float16 r${i} = ${gload("b", f"g + {i} * b_sn", 16)};
+%   endfor
+%   for d in (8, 4, 2, 1):
+<%    lo, hi = butterfly(d) %>\
+%     for i in range(16):
+%       if not i & d:
+                { const float16 x = r${i}, y = r${i + d}; r${i} = shuffle2(x, y, ${lo}); r${i + d} = shuffle2(x, y, ${hi}); }
+%       endif
+%     endfor
+%   endfor
+%   for t in range(16):
+                vstore16(r${t}, 0, &Bs[kb + ${t}][nb]);
+%   endfor
+            }
+% else:
             for (int r = 0; r < ${reps}; ++r) {
                 const int e = (tid + r * ${nt}) * ${w};
 %   if total % (w * nt):
@@ -101,6 +132,7 @@
 %     endif
 %   endif
             }
+% endif
 </%def>\
 <%def name="copy_any(op, units, checked)">\
 ## the run-time choice of copy: along the first unit-stride dim, else a gather
