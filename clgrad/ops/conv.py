@@ -212,9 +212,9 @@ def _conv_weight_raw(x, gy, win: Window, groups: int, wshape: tuple, cols=None):
 # Weight-gradient work-groups to aim for per launch (assuming 16 x 64 tiles): enough for every core, few partial
 # sums to add up after. On PoCL the MNIST weight gradients took 1.2-1.5 ms as 64 per-sample products + a sum.
 WEIGHT_CHUNK_GROUPS = 16
-KEEP_COLS_BYTES = 64 << 20
+KEEP_COLS_BYTES = 64 << 20  # the largest column matrix a convolution keeps from forward for its weight gradient
 FLIP_TAPS = 4  # _weight_sum multiplies cols @ gy^T from this many taps per output channel
-MAX_FUSED_BATCH = 65535  # output matrices of one implicit-GEMM launch (the grid's 3rd dimension)  # the largest column matrix a convolution keeps from forward for its weight gradient
+MAX_FUSED_BATCH = 65535  # output matrices of one implicit-GEMM launch (the grid's 3rd dimension)
 
 
 def _weight_sum(x4, gm, win: Window, cols=None):

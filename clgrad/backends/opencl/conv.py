@@ -60,9 +60,9 @@ class CLConv:
     def _conv_launch(self, dev, template: str, kind: str, dt: D.dtype, rows: int, args: list, reach: int,
                      loops: int = 0, grid: tuple | None = None, local: tuple | None = None, **params) -> None:
         """Run kernel ``kind`` of ``template`` with one work-item per row (or, with ``grid``, on that n-D range in
-        work-groups of ``local`` (None: the device picks), ``rows`` its size). ``args`` holds buffers, ints of the index type, and np.int32 flags; ``reach`` bounds
-        every element index the kernel forms; ``loops`` bounds the loop iterations of one work-item (a device with a
-        loop limit refuses more: looplimit.py)."""
+        work-groups of ``local``, None letting the device pick; ``rows`` is then its size). ``args`` holds buffers,
+        ints of the index type, and np.int32 flags; ``reach`` bounds every element index the kernel forms; ``loops``
+        bounds the loop iterations of one work-item (a device with a loop limit refuses more: looplimit.py)."""
         if rows == 0:
             return
         self.rt.check_dtype(dev, dt)
