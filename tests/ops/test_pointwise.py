@@ -504,9 +504,10 @@ def test_zero_size(device, sa, sb):
 @pytest.mark.oclgrind
 @pytest.mark.parametrize("shape", [(512, 40), (256, 19), (48, 33), (37, 20), (3, 32, 17), (16, 5)], ids=str)
 def test_transposed_operand_work_groups(device, shape):
-    """An operand read across rows (a transposed view) picks 16 x 256 ... 16 x 16 work-groups on CPU devices by
-    how its row count divides (or the plain 64-wide groups when none does); every choice, the guarded column
-    tail and a 3-D grid give numpy's values."""
+    """An operand read across rows (a transposed view) goes through local-memory tiles on PoCL and Oclgrind where
+    both sides are at least a tile long (tests/backends/test_elementwise_tiles.py), else picks 16 x 256 ... 16 x 16
+    work-groups on CPU devices by how its row count divides (or the plain 64-wide groups when none does); every
+    choice, the guarded column tail and a 3-D grid give numpy's values."""
     rng = np.random.default_rng(sum(shape))
     a = rng.standard_normal(shape[:-2] + shape[-1:] + shape[-2:-1]).astype(np.float32)
     b, c = (rng.standard_normal(shape).astype(np.float32) for _ in range(2))
