@@ -19,31 +19,32 @@ __kernel void ${name}(
     T lr, T w1, T beta2, T w2, T eps, T wd, T shrink, T step_size, T bc2_sqrt, IDX n, __global const int *err)
 {
     const IDX i = get_global_id(0);
-    if (i >= n || err[0]) return;
-    T grad = g[g_off + i];
+    if ((i < n) & (err[0] == 0)) {  // a block, not an early return: PoCL then vectorizes the update
+        T grad = g[g_off + i];
 %   if maximize:
-    grad = -grad;
+        grad = -grad;
 %   endif
-    T param = p[p_off + i];
+        T param = p[p_off + i];
 %   if decay == "l2":
-    grad = grad + wd * param;
+        grad = grad + wd * param;
 %   elif decay == "decoupled":
-    param = param * shrink;
+        param = param * shrink;
 %   endif
-    T ma = m[m_off + i];
-    ma = fabs(w1) < (T)0.5 ? ma + w1 * (grad - ma) : grad + (w1 - (T)1) * (grad - ma);  /* lerp_ */
-    m[m_off + i] = ma;
-    T va = v[v_off + i] * beta2;
-    va = va + w2 * grad * grad;  /* addcmul_ */
-    v[v_off + i] = va;
+        T ma = m[m_off + i];
+        ma = fabs(w1) < (T)0.5 ? ma + w1 * (grad - ma) : grad + (w1 - (T)1) * (grad - ma);  /* lerp_ */
+        m[m_off + i] = ma;
+        T va = v[v_off + i] * beta2;
+        va = va + w2 * grad * grad;  /* addcmul_ */
+        v[v_off + i] = va;
 %   if amsgrad:
-    const T old = vmax[vmax_off + i];
-    va = (old > va || isnan(old)) ? old : va;  /* torch.maximum: a NaN propagates (fmax would drop it) */
-    vmax[vmax_off + i] = va;
+        const T old = vmax[vmax_off + i];
+        va = (old > va || isnan(old)) ? old : va;  /* torch.maximum: a NaN propagates (fmax would drop it) */
+        vmax[vmax_off + i] = va;
 %   endif
-    T denom = sqrt(va) / bc2_sqrt;
-    denom = denom + eps;
-    p[p_off + i] = param + step_size * ma / denom;  /* addcdiv_ with value = -lr / bias_correction1 */
+        T denom = sqrt(va) / bc2_sqrt;
+        denom = denom + eps;
+        p[p_off + i] = param + step_size * ma / denom;  /* addcdiv_ with value = -lr / bias_correction1 */
+    }
 }
 % elif kind == "sgd":
 __kernel void ${name}(
@@ -54,29 +55,30 @@ __kernel void ${name}(
     T lr, T wd, T mom, T damp, IDX n, __global const int *err)
 {
     const IDX i = get_global_id(0);
-    if (i >= n || err[0]) return;
-    T grad = g[g_off + i];
+    if ((i < n) & (err[0] == 0)) {  // a block, not an early return: PoCL then vectorizes the update
+        T grad = g[g_off + i];
 %   if maximize:
-    grad = -grad;
+        grad = -grad;
 %   endif
-    const T param = p[p_off + i];
+        const T param = p[p_off + i];
 %   if weight_decay:
-    grad = grad + wd * param;
+        grad = grad + wd * param;
 %   endif
 %   if momentum:
 %     if first:
-    T b = grad;  /* the buffer starts as a copy of the gradient */
+        T b = grad;  /* the buffer starts as a copy of the gradient */
 %     else:
-    T b = buf[buf_off + i] * mom;
-    b = b + damp * grad;
+        T b = buf[buf_off + i] * mom;
+        b = b + damp * grad;
 %     endif
-    buf[buf_off + i] = b;
+        buf[buf_off + i] = b;
 %     if nesterov:
-    grad = grad + mom * b;
+        grad = grad + mom * b;
 %     else:
-    grad = b;
+        grad = b;
 %     endif
 %   endif
-    p[p_off + i] = param + lr * grad;  /* add_ with alpha = -lr */
+        p[p_off + i] = param + lr * grad;  /* add_ with alpha = -lr */
+    }
 }
 % endif
