@@ -18,7 +18,8 @@
 ## Render kwargs: name, kind ('im2col' | 'col2im' | 'im2col_grid' | 'col2im_grid' | 'bias'), ctype (storage type:
 ## im2col copies the bits, so 'ushort', 'uint' or 'ulong' of the element's width; col2im: 'half', 'float' or
 ## 'double'), acc (col2im's output and accumulator type: 'float' or 'double'; bias: the compute type), fp64, idx_t;
-## window (the grid kernels' compile-time geometry: im2col_grid (KH, KW, SW, padded), col2im_grid (KH, KW)).
+## window (the grid kernels' compile-time geometry: im2col_grid (KH, KW, SW, padded, unit position stride),
+## col2im_grid (KH, KW)).
 <%namespace name="cl" file="prelude.cl.mako"/>\
 <%
   def load(ptr, i):
@@ -87,20 +88,20 @@ __kernel void ${name}(
     }
 }
 % elif kind == "im2col_grid":
-<% kh, kw, sw, padded = context.get("window") %>\
+<% kh, kw, sw, padded, unit = context.get("window") %>\
 // CPU devices, windows of at most 64 taps: one work-item per output position (ow, oh) of plane nc = n*C + c of a
-// 3-D range, writing its ${kh}x${kw} taps (unrolled) of a cols with unit stride along positions, from an x with
-// unit stride along W. PoCL vectorizes across ow, and with the window stride ${sw} a compile-time constant the loads
+// 3-D range, writing its ${kh}x${kw} taps (unrolled) of a cols with ${"unit stride" if unit else "a stride cs_l"} along positions, from an
+// x with unit stride along W. PoCL vectorizes across ow, and with the window stride ${sw} a compile-time constant the loads
 // and stores along ow are vector ones (MNIST's im2col of 64 x 10 x 12 x 12, k5: 800 -> 70 us on PoCL, AMD EPYC).
 __kernel void ${name}(
-    __global ${ctype} *cols, IDX cols_off, IDX cs_n, IDX cs_t, __global const ${ctype} *x, IDX x_off, IDX xs0,
-    IDX xs1, IDX xs2, IDX C, IDX H, IDX W, IDX OW, IDX SH, IDX PH, IDX PW, IDX DH, IDX DW)
+    __global ${ctype} *cols, IDX cols_off, IDX cs_n, IDX cs_t, IDX cs_l, __global const ${ctype} *x, IDX x_off,
+    IDX xs0, IDX xs1, IDX xs2, IDX C, IDX H, IDX W, IDX OW, IDX SH, IDX PH, IDX PW, IDX DH, IDX DW)
 {
     const IDX ow = (IDX)get_global_id(0), oh = (IDX)get_global_id(1), nc = (IDX)get_global_id(2);
     const IDX n = nc / C, c = nc - n * C;
     const IDX h0 = oh * SH - PH, w0 = ow * ${sw} - PW;
     __global const ${ctype} *src = x + (x_off + n * xs0 + c * xs1 + h0 * xs2 + w0);
-    __global ${ctype} *dst = cols + (cols_off + n * cs_n + c * ${kh * kw} * cs_t + oh * OW + ow);
+    __global ${ctype} *dst = cols + (cols_off + n * cs_n + c * ${kh * kw} * cs_t + (oh * OW + ow)${"" if unit else " * cs_l"});
 % for ki in range(kh):
 %   for kj in range(kw):
 %     if padded:

@@ -447,14 +447,18 @@ GRID_CASES = [
 ]
 
 
+@pytest.mark.parametrize("folded", [False, True], ids=["per-image", "folded"])
 @pytest.mark.parametrize("grid", [True, False], ids=["grid", "rows"])
 @pytest.mark.parametrize("case", GRID_CASES, ids=_ids)
-def test_im2col_kernels(device, case, grid, monkeypatch):
-    """Convolutions with more than FOLD_POSITIONS output positions (one product per image over im2col's columns,
-    col2im for the input gradient) with the grid kernels allowed and with the row kernels only, against PyTorch,
-    in float32 and, for the bit-moving im2col and col2im's accumulators, float16 and float64."""
+def test_im2col_kernels(device, case, grid, folded, monkeypatch):
+    """Convolutions with one product per image over im2col's columns (col2im for the input gradient), or folded
+    (the batch in one product: column matrices [taps, N*L] and, scattered by position, [N*L, taps]), with the grid
+    kernels allowed and with the row kernels only, against PyTorch, in float32 and, for the bit-moving im2col and
+    col2im's accumulators, float16 and float64."""
     from clgrad.backends.opencl import conv as clconv
+    from clgrad.ops import conv_fold
     monkeypatch.setattr(clconv, "GRID_TAPS", clconv.GRID_TAPS if grid else 0)
+    monkeypatch.setattr(conv_fold, "FOLD_POSITIONS", 1 << 30 if folded else 0)
     op, xs, ws, kwargs = case
     arrays = _conv_arrays(op, xs, ws, kwargs)
     _check(device, op, arrays, kwargs)

@@ -106,13 +106,14 @@ class CLConv:
         local = _grid_local(dev, win.ow, win.oh, win.kh * win.kw)
         inside = (win.ph, win.pw) == (0, 0) and (win.oh - 1) * win.sh + (win.kh - 1) * win.dh < h and \
             (win.ow - 1) * win.sw + (win.kw - 1) * win.dw < w
-        if local and (inside or win.kh * win.kw <= GRID_PADDED_TAPS) and (x._strides[3] == 1 or w == 1) and \
-                (cols._strides[2] == 1 or win.oh * win.ow == 1):
-            args = [_data(cols), *_strided(cols)[:3], _data(x), *_strided(x)[:4], c, h, w, win.ow, win.sh, win.ph,
+        if local and (inside or win.kh * win.kw <= GRID_PADDED_TAPS) and (x._strides[3] == 1 or w == 1):
+            # positions with a unit stride store vectors; the folded products' [N, L, taps] rows scatter them
+            unit = cols._strides[2] == 1 or win.oh * win.ow == 1
+            args = [_data(cols), *_strided(cols), _data(x), *_strided(x)[:4], c, h, w, win.ow, win.sh, win.ph,
                     win.pw, win.dh, win.dw]
             self._conv_launch(dev, "conv", "im2col_grid", x.dtype, cols.numel(), args,
                               max(cols._storage.size, x._storage.size), grid=(win.ow, win.oh, n * c), local=local,
-                              ctype=_BITS[x.dtype.itemsize], window=(win.kh, win.kw, win.sw, not inside))
+                              ctype=_BITS[x.dtype.itemsize], window=(win.kh, win.kw, win.sw, not inside, unit))
             return
         taps = n * c * win.kh * win.kw
         # CPUs: blocks of rows, so that about CPU_ITEMS work-items share the work; GPUs: one row each

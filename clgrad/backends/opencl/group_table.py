@@ -3,7 +3,7 @@
 
 GROUPS = {
     'mnist': (
-        ('conv', 'im2col_grid_uint', (('acc', 'float'), ('ctype', 'uint'), ('fp64', False), ('idx_t', 'int'), ('kind', 'im2col_grid'), ('linear', False), ('window', (5, 5, 1, False)))),
+        ('conv', 'im2col_grid_uint', (('acc', 'float'), ('ctype', 'uint'), ('fp64', False), ('idx_t', 'int'), ('kind', 'im2col_grid'), ('linear', False), ('window', (5, 5, 1, False, True)))),
         ('matmul', 'matmul_float', (('acc', 'float'), ('bias', True), ('ctype', 'float'), ('fp64', False), ('idx_t', 'int'), ('tk', 32), ('tm', 16), ('tn', 32), ('vw', 16), ('wm', 16), ('wn', 2))),
         ('conv', 'bias_float', (('acc', 'float'), ('ctype', 'float'), ('fp64', False), ('idx_t', 'int'), ('kind', 'bias'), ('linear', False))),
         ('pool', 'max_pool_grid_float', (('acc', 'float'), ('ctype', 'float'), ('fp64', False), ('idx_t', 'int'), ('kind', 'max_pool_grid'), ('linear', False), ('window', (2, 2)))),
