@@ -239,8 +239,10 @@ def _conv(device, cls, n):
     xs, ws, stride, pad = _conv_shapes(n)
     for dt in ("float32", "float16"):
         x, w, b = _arr(xs, dt), _arr(ws, dt, 1), _arr(ws[:1], dt, 2)
-        _same(device, lambda x, w, b: F.conv2d(x, w, b, stride=stride, padding=pad), x, w, b,
-              layouts=["transposed", "sliced", "contiguous"], grad=True)
+        # a transposed x takes im2col's row kernels, a contiguous one (rows of >= 4 positions) its grid kernel
+        for x_layout in ("transposed", "contiguous"):
+            _same(device, lambda x, w, b: F.conv2d(x, w, b, stride=stride, padding=pad), x, w, b,
+                  layouts=[x_layout, "sliced", "contiguous"], grad=True)
 
 
 def _conv_gemm(device, cls, n):

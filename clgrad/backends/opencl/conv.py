@@ -23,14 +23,18 @@ GRID_TAPS = 64  # the grid kernels unroll windows of at most this many taps (a 7
 # 1.8-4.4x faster on the grid, but 5x5 on 32x32 1.8-1.9x and 7x7 3.5x slower (5x5 on 12x12 1.5x faster)
 GRID_PADDED_TAPS = 9
 GRID_LOCAL = 1024  # ... in work-groups of at most this many items
+# ... over rows of at least this many positions: ResNet-18's deepest layers (rows of 1 and 2 positions, thousands of
+# work-groups of 1-4 items) ran their steps 4-5% slower on the grid in one session's runs (96.8 against 92.6 ms with
+# the row kernels; rows of >= 4 on the grid: 91.8), though each launch alone was faster on it
+GRID_MIN_WIDTH = 4
 
 
 def _grid_local(dev, width: int, height: int, taps: int) -> tuple | None:
     """The work-group (width, d, 1) of an im2col/col2im grid kernel over positions (width, height, planes), d the
     largest divisor of ``height`` within GRID_LOCAL items (a fixed size: PoCL compiles again for each new local
     size, and left to pick one it would for each batch size); None where the grid kernels do not apply (GPUs, big
-    windows, rows wider than a work-group)."""
-    if dev.rank < 2 or not 0 < taps <= GRID_TAPS or width * height == 0:
+    windows, rows narrower than GRID_MIN_WIDTH or wider than a work-group)."""
+    if dev.rank < 2 or not 0 < taps <= GRID_TAPS or width < GRID_MIN_WIDTH or height == 0:
         return None
     limit = min(GRID_LOCAL, dev.props.max_work_group_size)
     if width > limit:
