@@ -9,9 +9,9 @@
 ##
 ## One work-item per row (im2col: per block of RB rows), looping along it: PoCL pays ~20 ns per work-item that it
 ## cannot vectorize, so rows (not elements) keep that cost and the index divisions off the per-element path.
-## On CPU devices 'im2col_grid' and 'col2im_grid' take windows of at most 64 taps (and positions or input rows
-## with unit strides) instead: a work-item per position of a 3-D range with the taps unrolled, which PoCL
-## vectorizes across the row (7-11x faster im2col, 2.7x faster col2im on MNIST's shapes).
+## On CPU devices 'im2col_grid' and 'col2im_grid' take rows of at least 4 positions and windows of at most 64 taps
+## instead (backends/opencl/conv.py says which): a work-item per position of a 3-D range with the taps unrolled,
+## which PoCL vectorizes across the row (7-11x faster im2col, 2.7x faster col2im on MNIST's shapes).
 ##
 ## 'bias' adds a per-channel bias to a contiguous [N, C, L] output, one work-item per (n, c) row.
 ##
@@ -90,9 +90,10 @@ __kernel void ${name}(
 % elif kind == "im2col_grid":
 <% kh, kw, sw, padded, unit = context.get("window") %>\
 // CPU devices, windows of at most 64 taps: one work-item per output position (ow, oh) of plane nc = n*C + c of a
-// 3-D range, writing its ${kh}x${kw} taps (unrolled) of a cols with ${"unit stride" if unit else "a stride cs_l"} along positions, from an
-// x with unit stride along W. PoCL vectorizes across ow, and with the window stride ${sw} a compile-time constant the loads
-// and stores along ow are vector ones (MNIST's im2col of 64 x 10 x 12 x 12, k5: 800 -> 70 us on PoCL, AMD EPYC).
+// 3-D range, writing its ${kh}x${kw} taps (unrolled) of a cols with ${"unit stride" if unit else "a stride cs_l"} along
+// positions, from an x with unit stride along W. PoCL vectorizes across ow; with the window stride ${sw} a
+// compile-time constant the loads (and, for a unit position stride, the stores) along ow are vector ones (MNIST's
+// im2col of 64 x 10 x 12 x 12, k5: 800 -> 70 us on PoCL, AMD EPYC).
 __kernel void ${name}(
     __global ${ctype} *cols, IDX cols_off, IDX cs_n, IDX cs_t, IDX cs_l, __global const ${ctype} *x, IDX x_off,
     IDX xs0, IDX xs1, IDX xs2, IDX C, IDX H, IDX W, IDX OW, IDX SH, IDX PH, IDX PW, IDX DH, IDX DW)

@@ -72,8 +72,9 @@
   # nt_blocks (big products whose b is read along k, x @ W.T, on CPU tilings of a lone work-item): 16 x 16 blocks of
   # b transposed in registers (shuffle2 butterflies, vector stores) instead of 16 scalar stores per vector load.
   # Their own kernel: the blocks cost 0.18 s more code generation on PoCL, which small products do not win back
-  blocks = context.get("nt_blocks", False) and op == "b" and unit == "k" and not checked and w == 16 and nt == 1 \
-      and acc == "float" and tn % 16 == 0 and tk % 16 == 0
+  # The launcher (matmul.py) asks for it only with a float tiling of one work-item, 16-wide vectors and tn, tk
+  # multiples of 16; here it applies to b's unchecked copy along k.
+  blocks = context.get("nt_blocks", False) and op == "b" and unit == "k" and not checked
 
   def butterfly(d):
       lo = ", ".join(str(16 + j - d if j & d else j) for j in range(16))
@@ -253,6 +254,7 @@ ${copy_any("b", ("n", "k"), True)}\
         }
     }
 % else:
+## GPU tilings (vw == 1): each accumulator is one element, stored where it lies inside the matrix.
 % for i in range(wm):
     {
         const IDX m = m0 + ty + ${ly * i};
@@ -261,31 +263,7 @@ ${copy_any("b", ("n", "k"), True)}\
             {
                 const IDX n = n0 + (tx + ${lx * j}) * ${vw};
                 const IDX o = o_base + m * N + n;
-%     if vw > 1:
-                if (n + ${vw} <= N${" && 0" if ctype == "bfloat16" else ""}) {  /* bfloat16: the loop below */
-%       if bias:
-                    if (bias) acc${i}_${j} += vload${vw}(0, bias + bias_off + n);  /* linear's bias (float/double) */
-%       endif
-%       if half:
-                    vstore_half${vw}_rte(acc${i}_${j}, 0, out + o);
-%       elif ctype == "bfloat16":
-                    /* never taken: bfloat16 has no vector store */
-%       elif ctype == acc:
-                    vstore${vw}(acc${i}_${j}, 0, out + o);
-%       else:
-                    vstore${vw}(convert_${ctype}${vw}(acc${i}_${j}), 0, out + o);
-%       endif
-                } else {
-                    ${acc} part[${vw}];
-                    vstore${vw}(acc${i}_${j}, 0, part);
-                    for (int v = 0; v < ${vw} && n + v < N; ++v) {
-%       if bias:
-                        if (bias) part[v] += bias[bias_off + n + v];
-%       endif
-                        ${cl.module.store(ctype, "out", "o + v", "part[v]")};
-                    }
-                }
-%     elif short:
+%     if short:
                 if (n < N) ${cl.module.store(ctype, "out", "o", f"acc{i}_{j}")};
 %     elif bias:
                 if (n < N) out[o] = (${ctype})(bias ? acc${i}_${j} + bias[bias_off + n] : acc${i}_${j});

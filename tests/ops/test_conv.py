@@ -359,6 +359,15 @@ def test_unsupported_dtype(device):
 ERROR_MARKERS = ("Invalid read", "Invalid write", "data race", "Uninitialized", "Oclgrind - ")
 
 
+def _assert_simulator_clean(device, capfd) -> None:
+    """After the device's work is done, the OpenCL runtime (Oclgrind) reported no memory error or data race."""
+    if device != "cpu":
+        clgrad.opencl.synchronize()
+    err = capfd.readouterr().err
+    found = [m for m in ERROR_MARKERS if m.lower() in err.lower()]
+    assert not found, f"the OpenCL runtime reported {found}:\n{err[:4000]}"
+
+
 @pytest.mark.oclgrind
 def test_conv_kernels_oclgrind(device, capfd):
     """im2col, col2im, the pooling and interpolation kernels forward and backward, and max-pool's gather."""
@@ -395,11 +404,7 @@ def test_conv_kernels_oclgrind(device, capfd):
             + CF.adaptive_avg_pool2d(xf, 2).sum() + CF.interpolate(xf, scale_factor=2, mode="bilinear").sum())
     full.backward()
     np.testing.assert_allclose(xh.grad.float().cpu().numpy(), xf.grad.cpu().numpy(), rtol=1e-2, atol=2e-2)
-    if device != "cpu":
-        clgrad.opencl.synchronize()
-    err = capfd.readouterr().err
-    found = [m for m in ERROR_MARKERS if m.lower() in err.lower()]
-    assert not found, f"the OpenCL runtime reported {found}:\n{err[:4000]}"
+    _assert_simulator_clean(device, capfd)
 
 
 # ---- the folded products (conv_fold.py) and the per-image ones, on the same cases ---------------------------
@@ -477,11 +482,7 @@ def test_im2col_grid_kernels_oclgrind(device, capfd):
             _check(device, "conv2d", _conv_arrays("conv2d", xs, ws, kwargs), kwargs, dtype=dtype,
                    backward=dtype == "float32")
     _check(device, "conv_transpose2d", _conv_arrays("conv_transpose2d", (1, 2, 7, 6), (2, 1, 3, 3), {}), {})
-    if device != "cpu":
-        clgrad.opencl.synchronize()
-    err = capfd.readouterr().err
-    found = [m for m in ERROR_MARKERS if m.lower() in err.lower()]
-    assert not found, f"the OpenCL runtime reported {found}:\n{err[:4000]}"
+    _assert_simulator_clean(device, capfd)
 
 
 @pytest.mark.parametrize("flip", [True, False], ids=["cols@gyT", "gy@colsT"])

@@ -112,7 +112,7 @@ class CLConv:
             (win.ow - 1) * win.sw + (win.kw - 1) * win.dw < w
         if local and (inside or win.kh * win.kw <= GRID_PADDED_TAPS) and (x._strides[3] == 1 or w == 1):
             # positions with a unit stride store vectors; the folded products' [N, L, taps] rows scatter them
-            unit = cols._strides[2] == 1 or win.oh * win.ow == 1
+            unit = cols._strides[2] == 1
             args = [_data(cols), *_strided(cols), _data(x), *_strided(x)[:4], c, h, w, win.ow, win.sh, win.ph,
                     win.pw, win.dh, win.dw]
             self._conv_launch(dev, "conv", "im2col_grid", x.dtype, cols.numel(), args,

@@ -119,22 +119,15 @@ _index: dict | None = None  # member -> the groups listing it (table order), bui
 
 
 def groups_of(member: tuple) -> tuple:
-    """The groups listing ``member`` = (template, kernel name, sorted render parameters): a kernel two workloads
-    share (matmul, the optimizer step) is in each one's group."""
+    """The groups listing ``member`` = (template, kernel name, sorted render parameters), in table order: a kernel
+    two workloads share (matmul, the optimizer step) is in each one's group."""
     global _index
     if _index is None:
         _index = {}
         for group, members in group_table.GROUPS.items():
-            for m in members:
-                if group not in _index.setdefault(m, ()):
-                    _index[m] += (group,)
+            for m in members:  # a group lists each member once
+                _index[m] = _index.get(m, ()) + (group,)
     return _index.get(member, ())
-
-
-def group_of(member: tuple) -> str | None:
-    """The first group listing ``member``, or None."""
-    found = groups_of(member)
-    return found[0] if found else None
 
 
 def members(group: str) -> tuple:

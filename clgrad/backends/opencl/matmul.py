@@ -169,9 +169,10 @@ class CLMatmul:
         # float and double, a bias pointer that is NULL when there is none (each form is a PoCL code generation)
         has_bias = dt in (D.float32, D.float64)
         params = dict(ctype=dt.ctype, acc=acc, fp64=dt is D.float64, bias=has_bias, **t._asdict())
-        b_sk_, b_sn_ = _strides(b)[1:]
+        a_sb, a_sm, a_sk = _strides(a)
+        b_sb, b_sk, b_sn = _strides(b)
         if (not transpose and dev.rank >= 2 and t.local_size[:2] == (1, 1) and acc == "float" and t.vw == 16
-                and t.tn % 16 == 0 and t.tk % 16 == 0 and b_sk_ == 1 and b_sn_ != 1 and m * n * k >= NT_BLOCKS_WORK):
+                and t.tn % 16 == 0 and t.tk % 16 == 0 and b_sk == 1 and b_sn != 1 and m * n * k >= NT_BLOCKS_WORK):
             # b read along k (x @ W.T): its tiles transposed in registers, in a kernel of their own (see the template)
             params["nt_blocks"] = True
         kernels = {}
@@ -180,8 +181,6 @@ class CLMatmul:
             arg_dtypes = (None, idx_np) + (None, idx_np, idx_np, idx_np, idx_np) * 2 + (idx_np,) * 5
             arg_dtypes += (None, idx_np) if has_bias else ()
             kernels[big] = (f"matmul_{dt.ctype}", arg_dtypes, dict(params, idx_t="long" if big else "int"))
-        a_sb, a_sm, a_sk = _strides(a)
-        b_sb, b_sk, b_sn = _strides(b)
         lx, ly, _ = t.local_size
         grid = (-(-n // t.tn) * lx, -(-m // t.tm) * ly)
         local = (lx, ly, 1)
