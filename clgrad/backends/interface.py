@@ -45,7 +45,8 @@ class FusedRNN(Protocol):
 
     def lstm_step_backward(self, grad_h, dh_next, grad_c, dc_next, pre, c, c_prev, dpre, dc_prev) -> None:
         """The gates' gradients ``dpre`` [N, 4H] and ``dc_prev`` [N, H] of one step, from the step's incoming
-        gradients (``grad_h + dh_next``, ``grad_c + dc_next``) and its saved gates, cell and previous cell."""
+        gradients (``grad_h + dh_next``, ``grad_c + dc_next``) and its saved gates, cell and previous cell;
+        ``dh_next`` and ``dc_next`` None: a lone step (LSTMCell), whose incoming gradients are grad_h and grad_c."""
 
 
 class FusedConv(Protocol):

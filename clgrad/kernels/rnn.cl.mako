@@ -39,8 +39,10 @@ ${apply("hn", "lstm_h", "o", "cn")}\
 }
 % else:
 // the gates' gradients from dh = gh + dh_next and dc = lstm_dc(gc + dc_next, ...); dc_prev = dc sig(f)
-__kernel void ${name}(__global const T *gh, IDX gh_off, __global const T *dhn, IDX dhn_off,
-                      __global const T *gc, IDX gc_off, __global const T *dcn, IDX dcn_off,
+## carry=False (a lone cell step, LSTMCell's node): no gradients from a next step, dh = gh and dc_in = gc
+<% carry = context.get("carry", True) %>\
+__kernel void ${name}(__global const T *gh, IDX gh_off,${" __global const T *dhn, IDX dhn_off," if carry else ""}
+                      __global const T *gc, IDX gc_off,${" __global const T *dcn, IDX dcn_off," if carry else ""}
                       __global const T *pre, IDX pre_off, __global const T *cs, IDX cs_off,
                       __global const T *cp, IDX cp_off, __global T *dpre, IDX dpre_off,
                       __global T *dcp, IDX dcp_off, IDX H, IDX NH)
@@ -48,9 +50,17 @@ __kernel void ${name}(__global const T *gh, IDX gh_off, __global const T *dhn, I
     const IDX j = get_global_id(0), n = get_global_id(1), e = n * H + j, r = n * 4 * H + j;
     const T i = pre[pre_off + r], f = pre[pre_off + r + H], g = pre[pre_off + r + 2 * H], o = pre[pre_off + r + 3 * H];
     const T ct = cs[cs_off + e];
+% if carry:
 ${apply("dh", "add", "gh[gh_off + e]", "dhn[dhn_off + e]")}\
+% else:
+    const T dh = gh[gh_off + e];
+% endif
 ${apply("dov", "lstm_do", "dh", "ct", "o")}\
+% if carry:
 ${apply("dcin", "add", "gc[gc_off + e]", "dcn[dcn_off + e]")}\
+% else:
+    const T dcin = gc[gc_off + e];
+% endif
 ${apply("dc", "lstm_dc", "dcin", "dh", "o", "ct")}\
 ${apply("di", "lstm_di", "dc", "g", "i")}\
 ${apply("df", "lstm_df", "dc", "cp[cp_off + e]", "f")}\

@@ -179,6 +179,33 @@ def test_cell_module_is_one_node_and_twice_differentiable(device, mode, bias):
             assert gradgradcheck(fn, (x, h, c))
 
 
+@pytest.mark.parametrize("used", ["h", "c", "both"])
+def test_lstm_cell_one_node_matches_torch_with_either_output_unused(device, used):
+    """On a backend with fused LSTM kernels an LSTMCell step is one node over x, (h, c), both weights and both
+    biases (_lstm_cell.py); an unused output's gradient is None there, and the gradients match PyTorch's."""
+    rng = np.random.default_rng(5)
+    tcell = torch.nn.LSTMCell(3, 4)
+    cell = R.LSTMCell(3, 4)
+    cell.load_state_dict({k: v.numpy() for k, v in tcell.state_dict().items()})
+    cell.to(device)
+    arrays = [rng.standard_normal(s).astype(np.float32) for s in ((5, 3), (5, 4), (5, 4))]
+    xs = [clgrad.tensor(a, device=device, requires_grad=True) for a in arrays]
+    txs = [torch.tensor(a, requires_grad=True) for a in arrays]
+    h, c = cell(xs[0], (xs[1], xs[2]))
+    th, tc = tcell(txs[0], (txs[1], txs[2]))
+    if device.startswith("opencl"):
+        assert type(h.grad_fn).__name__.startswith("_FusedLSTMCellStep")
+    pick = {"h": lambda a, b: a, "c": lambda a, b: b, "both": lambda a, b: a * 2 + b}[used]
+    (pick(h, c) ** 2).sum().backward()
+    (pick(th, tc) ** 2).sum().backward()
+    for x, tx in zip(xs, txs):
+        np.testing.assert_allclose(x.grad.cpu().numpy(), tx.grad.numpy(), rtol=1e-4, atol=1e-5)
+    tparams = dict(tcell.named_parameters())
+    for name, p in cell.named_parameters():
+        np.testing.assert_allclose(p.grad.cpu().numpy(), tparams[name].grad.numpy(), rtol=1e-4, atol=1e-5,
+                                   err_msg=name)
+
+
 def test_dropout_between_layers_only_in_training(device):
     gru = R.GRU(3, 8, num_layers=2, dropout=0.5).to(device)
     x = clgrad.tensor(np.random.default_rng(3).standard_normal((4, 2, 3)).astype(np.float32), device=device)
@@ -256,6 +283,13 @@ ERRORS = [
     ("GRU(3, 4, 2)", (2, 3), [(1, 4)], RuntimeError, "Expected hidden size (2, 1, 4), got [1, 1, 4]"),
     ("RNN(3, 4)", (1, 1, 1, 3), None, ValueError, "RNN: Expected input to be 2D or 3D, got 4D tensor instead"),
     ("LSTM(3, 4)", (1, 1, 1, 3), None, ValueError, "LSTM: Expected input to be 2D or 3D, got 4D instead"),
+    # the cells' state checks (the fused LSTMCell kernels index the state by the input's batch)
+    ("LSTMCell(3, 4)", (2, 3), [(2, 5), (2, 4)], RuntimeError, "hidden0 has inconsistent hidden_size: got 5, expected 4"),
+    ("LSTMCell(3, 4)", (2, 3), [(2, 4), (2, 5)], RuntimeError, "hidden1 has inconsistent hidden_size: got 5, expected 4"),
+    ("LSTMCell(3, 4)", (2, 3), [(3, 4), (3, 4)], RuntimeError, "Input batch size 2 doesn't match hidden0 batch size 3"),
+    ("LSTMCell(3, 4)", (2, 5), None, RuntimeError, "input has inconsistent input_size: got 5 expected 3"),
+    ("RNNCell(3, 4)", (2, 3), [(1, 4)], RuntimeError, "Input batch size 2 doesn't match hidden0 batch size 1"),
+    ("GRUCell(3, 4)", (2, 3), [(2, 3)], RuntimeError, "hidden0 has inconsistent hidden_size: got 3, expected 4"),
 ]
 
 
@@ -454,3 +488,23 @@ def test_lstm_sequence_matches_the_composed_cell(device, reverse, bias):
     assert _gradcheck32(lambda *xs: R._LSTMSequence.apply(*xs[:4], xs[4] if bias else None, reverse)[0].sum(0)
                         + R._LSTMSequence.apply(*xs[:4], xs[4] if bias else None, reverse)[1].sum(0), make_inputs(),
                         **tols)
+
+
+@pytest.mark.oclgrind
+def test_lstm_kernels_oclgrind(device, capfd):
+    """The fused LSTM step kernels (rnn.cl.mako) forward and backward, with and without the next step's carries:
+    an LSTMCell step (one node) and a two-step LSTM sequence, against PyTorch; no memory error or data race."""
+    from tests.ops.test_conv import _assert_simulator_clean
+
+    rng = np.random.default_rng(6)
+    for expr, in_shape in (("LSTMCell(3, 5)", (2, 3)), ("LSTM(3, 5)", (2, 2, 3))):
+        tmod, mod = eval("torch.nn." + expr), eval("R." + expr)
+        mod.load_state_dict({k: v.numpy() for k, v in tmod.state_dict().items()})
+        mod.to(device)
+        a = rng.standard_normal(in_shape).astype(np.float32)
+        x, tx = clgrad.tensor(a, device=device, requires_grad=True), torch.tensor(a, requires_grad=True)
+        out, tout = _flat(mod(x)), _flat(tmod(tx))
+        sum((o * o).sum() for o in out).backward()
+        sum((o * o).sum() for o in tout).backward()
+        np.testing.assert_allclose(x.grad.cpu().numpy(), tx.grad.numpy(), rtol=1e-4, atol=1e-5)
+    _assert_simulator_clean(device, capfd)

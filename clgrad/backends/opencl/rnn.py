@@ -31,9 +31,12 @@ class CLRNN:
     def lstm_step_backward(self, grad_h, dh_next, grad_c, dc_next, pre, c, c_prev, dpre, dc_prev) -> None:
         """The gates' gradients ``dpre`` [N, 4H] and ``dc_prev`` [N, H] of one step, from the step's incoming
         gradients (``grad_h + dh_next``, ``grad_c + dc_next``) and its saved gates, cell and previous cell."""
-        self._lstm("backward", [grad_h, dh_next, grad_c, dc_next, pre, c, c_prev, dpre, dc_prev], c_prev, False)
+        if dh_next is None:  # a lone step (LSTMCell): no carries from a next step to add
+            self._lstm("backward", [grad_h, grad_c, pre, c, c_prev, dpre, dc_prev], c_prev, False, carry=False)
+        else:
+            self._lstm("backward", [grad_h, dh_next, grad_c, dc_next, pre, c, c_prev, dpre, dc_prev], c_prev, False)
 
-    def _lstm(self, mode: str, tensors: list, state, bias: bool) -> None:
+    def _lstm(self, mode: str, tensors: list, state, bias: bool, carry: bool = True) -> None:
         n = state.numel()
         if n == 0:
             return
@@ -44,7 +47,7 @@ class CLRNN:
         idx_np = np.int64 if big else np.int32
         ops = {name: OPS[name].c_expr(False) for name in _STEP_OPS}
         params = dict(mode=mode, ctype=ctype, fp64=ctype == "double", idx_t="long" if big else "int", bias=bias,
-                      ops=tuple(sorted(ops.items())))
+                      ops=tuple(sorted(ops.items())), **({} if carry else {"carry": False}))
         kernel = programs.get_kernel(dev, "rnn", f"lstm_step{'_backward' if mode == 'backward' else ''}_{ctype}",
                                      (None, idx_np) * len(tensors) + (idx_np, idx_np), params)
         args = []

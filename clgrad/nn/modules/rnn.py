@@ -22,6 +22,7 @@ from ...ops.joins import cat, stack
 from .. import functional as F
 from .. import init
 from ..parameter import Parameter
+from ._lstm_cell import _FusedLSTMCellStep, fused_cell
 from .module import Module
 
 __all__ = ["RNNCellBase", "RNNCell", "LSTMCell", "GRUCell", "RNNBase", "RNN", "LSTM", "GRU"]
@@ -299,13 +300,32 @@ class RNNCellBase(Module):
                 hx = tuple(h.unsqueeze(0) for h in hx) if isinstance(hx, tuple) else hx.unsqueeze(0)
         return input, hx, batched
 
+    def _check_shapes(self, input, hx) -> None:
+        """PyTorch's cell checks (RuntimeError): the fused kernels index the state by the input's batch."""
+        if input.shape[1] != self.input_size:
+            raise RuntimeError(f"input has inconsistent input_size: got {input.shape[1]} expected {self.input_size}")
+        for label, h in enumerate(() if hx is None else hx if isinstance(hx, tuple) else (hx,)):
+            if h.shape[0] != input.shape[0]:
+                raise RuntimeError(f"Input batch size {input.shape[0]} doesn't match hidden{label} batch size "
+                                   f"{h.shape[0]}")
+            if h.shape[1] != self.hidden_size:
+                raise RuntimeError(f"hidden{label} has inconsistent hidden_size: got {h.shape[1]}, expected "
+                                   f"{self.hidden_size}")
+
     def _zeros(self, input):
         return creation.zeros((input.shape[0], self.hidden_size), dtype=input.dtype, device=input.device)
 
     def _run(self, mode: str, input, hx):
         input, hx, batched = self._prepare(input, hx)
+        self._check_shapes(input, hx)
         if hx is None:
             hx = (self._zeros(input), self._zeros(input)) if mode == "LSTM" else self._zeros(input)
+        if mode == "LSTM":
+            fused = fused_cell(input, hx[0], hx[1], self.weight_ih, self.bias_hh)
+            if fused is not None:  # the whole step as one node (see _lstm_cell.py)
+                out = _FusedLSTMCellStep.apply(input, hx[0], hx[1], self.weight_ih, self.weight_hh, self.bias_ih,
+                                      self.bias_hh, fused)
+                return out if batched else tuple(o.squeeze(0) for o in out)
         gi = F.linear(input, self.weight_ih, self.bias_ih)
         if mode == "LSTM" and gi.dtype.is_floating_point:
             out = _LSTMCellStep.apply(gi, hx[0], hx[1], self.weight_hh, self.bias_hh)

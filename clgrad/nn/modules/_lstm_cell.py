@@ -1,0 +1,70 @@
+"""LSTMCell's step as one autograd node over all its inputs: x, (h, c) and both weights and biases.
+
+With the fused LSTM kernels (``backends.get(device).fused_rnn``) a step is ``gi = x W_ih^T + b_ih`` (linear's
+fused-bias product), ``h W_hh^T`` and one kernel forward, and one kernel, four products and one bias sum backward:
+the bias gradient is the gates' gradient summed over the batch, the same for b_ih and b_hh, so it is summed once.
+As two nodes (a linear, then the recurrent step) the backward also zero-filled the next step's carries, copied h
+and summed the bias gradient twice: 10 launches a step instead of 6 (PyTorch's time_sequence_prediction example
+makes 200 such steps per training step). Values and their rounding are those of the two-node form.
+"""
+from __future__ import annotations
+
+from ... import _amp_state, backends
+from ... import dtypes as D
+from ...autograd import grad_mode
+from ...autograd.function import Function
+from ...ops import creation
+from .. import functional as F
+
+
+def fused_cell(x, h, c, w_ih, b_hh):
+    """The backend's fused LSTM steps when this cell step can be one ``_FusedLSTMCellStep`` node: float32/64 operands of
+    one dtype, a contiguous bias, no autocast region open; else None (the linear + step node form)."""
+    fused = backends.get(x.device).fused_rnn
+    dt = w_ih.dtype
+    if (fused is None or dt not in (D.float32, D.float64) or _amp_state.active() is not None
+            or any(t.dtype is not dt for t in (x, h, c)) or b_hh is not None and not b_hh.is_contiguous()):
+        return None
+    return fused
+
+
+class _FusedLSTMCellStep(Function):
+    """``(h', c')`` of one LSTMCell step; backward is not differentiable again except through the composed step
+    (under ``create_graph`` the composed cell is differentiated, as for the sequence nodes)."""
+
+    @staticmethod
+    def forward(ctx, x, h, c, w_ih, w_hh, b_ih, b_hh, fused):
+        gi = F.linear(x, w_ih, b_ih)
+        new = lambda shape: creation.empty(shape, dtype=gi.dtype, device=gi.device)  # noqa: E731
+        pre, c_new, h_new = new(gi.shape), new(c.shape), new(h.shape)
+        ctx.inputs = (x, h, c, w_ih, w_hh, b_ih, b_hh)
+        c = c.contiguous()
+        fused.lstm_step(gi.contiguous(), h.matmul(w_hh.t()), b_hh, c, pre, c_new, h_new)
+        ctx.save_for_backward(x, h, c, w_ih, w_hh, pre, c_new)
+        ctx.fused = fused
+        return h_new, c_new
+
+    @staticmethod
+    def backward(ctx, gh, gc):
+        if grad_mode.is_grad_enabled():
+            from .rnn import _composed_cell_backward, _lstm_step
+
+            def step(x, h, c, w_ih, w_hh, b_ih, b_hh):
+                return _lstm_step(F.linear(x, w_ih, b_ih), (h, c), w_hh, b_hh)
+
+            return (*_composed_cell_backward(ctx.inputs, step, (gh, gc)), None)
+        x, h, c, w_ih, w_hh, pre, c_new = ctx.saved_tensors
+        zeros = lambda t: creation.zeros(t.shape, dtype=t.dtype, device=t.device)  # noqa: E731
+        gh = zeros(h) if gh is None else gh.contiguous()
+        gc = zeros(c) if gc is None else gc.contiguous()
+        dpre = creation.empty(pre.shape, dtype=pre.dtype, device=pre.device)
+        dc = creation.empty(c.shape, dtype=c.dtype, device=c.device)
+        ctx.fused.lstm_step_backward(gh, None, gc, None, pre, c_new, c, dpre, dc)
+        need = ctx.needs_input_grad
+        dx = dpre.matmul(w_ih) if need[0] else None
+        dh = dpre.matmul(w_hh) if need[1] else None
+        dpre_t = dpre.t()
+        dw_ih = dpre_t.matmul(x) if need[3] else None
+        dw_hh = dpre_t.matmul(h) if need[4] else None
+        db = dpre.sum(0) if need[5] or need[6] else None
+        return dx, dh, dc if need[2] else None, dw_ih, dw_hh, db if need[5] else None, db if need[6] else None, None
