@@ -9,6 +9,7 @@ import warnings
 
 from .._amp_state import suspended
 from ..tensor import Tensor, is_tensor
+from . import _grad_sum
 from .grad_mode import set_enabled
 from .graph import gradient_edge
 from .nodes import _FREED, ANOMALY, AccumulateGrad
@@ -165,6 +166,9 @@ def run_backward(tensors, grad_tensors, retain_graph, create_graph, inputs=None,
                 continue
             done.add(node)
             grads = buffers.pop(node, {})
+            for nr, g in grads.items():
+                if type(g) is _grad_sum.Pending:  # contributions waiting to be summed (_grad_sum.py)
+                    grads[nr] = _grad_sum.total(g)
             if not isinstance(node, AccumulateGrad):
                 grads = _tensor_hooks(node, grads)
             if node in targets:
@@ -191,7 +195,8 @@ def run_backward(tensors, grad_tensors, retain_graph, create_graph, inputs=None,
 
 def _add(buffers, node, nr, grad):
     slot = buffers.setdefault(node, {})
-    slot[nr] = grad if slot.get(nr) is None else slot[nr] + grad
+    prev = slot.get(nr)
+    slot[nr] = grad if prev is None else _grad_sum.add(prev, grad)
 
 
 def _deliver(node, wanted, grads, captured, accumulate, create_graph):
