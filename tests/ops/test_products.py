@@ -74,6 +74,15 @@ CASES = [
     ("vander_inc", lambda m, a: m.vander(a, 3, True), [(4,)], True),
     ("vander_n0", lambda m, a: m.vander(a, 0), [(4,)], False),
     ("linalg_vander", lambda m, a: m.linalg.vander(a, N=4), [(2, 3)], True),
+    # K = 1 (an outer product: the matmul backend multiplies broadcast views) and one-row products (the skinny tiling)
+    ("mm_k1", lambda m, a, b: m.mm(a, b), [(5, 1), (1, 37)], True),
+    ("bmm_k1", lambda m, a, b: m.bmm(a, b), [(3, 4, 1), (3, 1, 6)], True),
+    ("matmul_k1_bcast", lambda m, a, b: m.matmul(a, b), [(2, 1, 4, 1), (3, 1, 5)], True),
+    ("linear_k1", lambda m, a, b, c: m.nn.functional.linear(a, b, c), [(7, 1), (9, 1), (9,)], True),
+    ("addmm_k1", lambda m, a, b, c: m.addmm(a, b, c, beta=0.5, alpha=2), [(4, 3), (4, 1), (1, 3)], True),
+    ("mm_one_row", lambda m, a, b: m.mm(a, b), [(1, 51), (51, 97)], True),
+    ("mm_one_row_deep", lambda m, a, b: m.mm(a, b), [(1, 300), (300, 70)], False),
+    ("mv_long", lambda m, a, b: m.mv(a, b), [(97, 51), (51,)], False),  # float32 differences too coarse at K = 51
 ]
 
 # equation, operand shapes: every part of the grammar and every contraction shape
