@@ -21,6 +21,7 @@ class CLRNN:
 
     def __init__(self, backend, launcher: Launcher):
         self.be, self.rt = backend, launcher
+        self._kernels = launcher.cache()  # the step kernels by device, direction, dtype, index width, bias, carries
 
     def lstm_step(self, gi, hw, bias, c_prev, pre, c, h) -> None:
         """``pre = gi + (hw + bias)`` (gates [N, 4H]), then the new cell ``c`` and hidden ``h`` [N, H] from
@@ -44,12 +45,16 @@ class CLRNN:
         ctype = state.dtype.ctype
         H = state.shape[-1]
         big = max(t._offset + t.numel() for t in tensors) > INT32_MAX
-        idx_np = np.int64 if big else np.int32
-        ops = {name: OPS[name].c_expr(False) for name in _STEP_OPS}
-        params = dict(mode=mode, ctype=ctype, fp64=ctype == "double", idx_t="long" if big else "int", bias=bias,
-                      ops=tuple(sorted(ops.items())), **({} if carry else {"carry": False}))
-        kernel = programs.get_kernel(dev, "rnn", f"lstm_step{'_backward' if mode == 'backward' else ''}_{ctype}",
-                                     (None, idx_np) * len(tensors) + (idx_np, idx_np), params)
+        key = (dev.index, mode, ctype, big, bias, carry)
+        kernel = self._kernels.get(key)  # the lookup below hashes the ops' C text: ~10 us a step
+        if kernel is None:
+            idx_np = np.int64 if big else np.int32
+            ops = {name: OPS[name].c_expr(False) for name in _STEP_OPS}
+            params = dict(mode=mode, ctype=ctype, fp64=ctype == "double", idx_t="long" if big else "int", bias=bias,
+                          ops=tuple(sorted(ops.items())), **({} if carry else {"carry": False}))
+            kernel = self._kernels[key] = programs.get_kernel(
+                dev, "rnn", f"lstm_step{'_backward' if mode == 'backward' else ''}_{ctype}",
+                (None, idx_np) * len(tensors) + (idx_np, idx_np), params)
         args = []
         for t in tensors:
             args += [t._storage.data, t._offset]
