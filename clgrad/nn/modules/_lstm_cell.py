@@ -14,7 +14,7 @@ from ... import dtypes as D
 from ...autograd import grad_mode
 from ...autograd.function import Function
 from ...ops import creation
-from ...ops.linalg import _mm_fast
+from ...ops.linalg import _mm_fast, matmul_bias
 from ...tensor import Tensor
 from .. import functional as F
 
@@ -48,7 +48,13 @@ class _FusedLSTMCellStep(Function):
 
     @staticmethod
     def forward(ctx, x, h, c, w_ih, w_hh, b_ih, b_hh, fused):
-        gi = F.linear(x, w_ih, b_ih)
+        if b_ih is None:
+            gi = _mm(x, _t(w_ih))
+        elif (b_ih.dtype is w_ih.dtype and b_ih._shape == (w_ih._shape[0],) and w_ih._shape[1] == x._shape[-1]
+              and b_ih.device == w_ih.device == x.device):
+            gi = matmul_bias(x, _t(w_ih), b_ih)  # linear's product with the bias in its store, no checks again
+        else:
+            gi = F.linear(x, w_ih, b_ih)  # its checks and errors
         dt, dev = gi.dtype, gi.device
         pre, c_new, h_new = Tensor._empty(gi._shape, dt, dev), Tensor._empty(c._shape, dt, dev), Tensor._empty(
             h._shape, dt, dev)
