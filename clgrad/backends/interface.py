@@ -48,6 +48,16 @@ class FusedRNN(Protocol):
         gradients (``grad_h + dh_next``, ``grad_c + dc_next``) and its saved gates, cell and previous cell;
         ``dh_next`` and ``dc_next`` None: a lone step (LSTMCell), whose incoming gradients are grad_h and grad_c."""
 
+    def lstm_seq_usable(self, like, hidden: int) -> bool:
+        """Whether the two methods below serve a sequence of ``like``'s dtype and device with ``hidden`` units."""
+
+    def lstm_seq_step(self, gi, h, w_t, bias, c_prev, pre, c, h_new) -> None:
+        """A step with its recurrent product ``h @ w_t`` (W_hh^T [H, 4H]) in the same launch, else as ``lstm_step``."""
+
+    def lstm_seq_step_backward(self, grad_h, dpre_next, w, grad_c, dc, pre, c, c_prev, dpre) -> None:
+        """A step's backward with ``dh = grad_h + dpre_next @ w`` (W_hh [4H, H]; ``dpre_next`` None at the last
+        step) in the same launch; ``dc`` holds dc_next and receives dc_prev."""
+
 
 class FusedConv(Protocol):
     """Implicit-GEMM convolutions: the product reads x through the im2col index map (no column matrix). ops/conv.py

@@ -43,6 +43,11 @@ SEQS = [
     ("LSTM(3, 5, num_layers=2, bidirectional=True, proj_size=3, batch_first=True)", (2, 4, 3), None),
     ("LSTM(3, 5, 2, bias=False, bidirectional=True, proj_size=2)", (4, 3), [(4, 2), (4, 5)]),
     ("LSTM(3, 5, 2, proj_size=4)", (3, 2, 3), [(2, 2, 4), (2, 2, 5)]),
+    # hidden sizes of whole 16-wide vectors: the sequence kernels with the recurrent product inside (CPU devices),
+    # batches that are not a multiple of their 8 rows per work-item
+    ("LSTM(3, 16)", (6, 5, 3), None),
+    ("LSTM(3, 32, 2, bias=False, bidirectional=True, batch_first=True)", (5, 9, 3), [(4, 5, 32), (4, 5, 32)]),
+    ("LSTM(3, 16)", (4, 3), [(1, 16), (1, 16)]),
 ]
 
 
@@ -461,13 +466,15 @@ def test_elman_sequence_matches_the_composed_cell(device, act, reverse, bias):
                                                            reverse), make_inputs(), **tols)
 
 
+@pytest.mark.parametrize("hidden", [3, 16])
 @pytest.mark.parametrize("reverse,bias", [(False, True), (True, False)])
-def test_lstm_sequence_matches_the_composed_cell(device, reverse, bias):
+def test_lstm_sequence_matches_the_composed_cell(device, reverse, bias, hidden):
     """nn.LSTM's fused sequence node against the composed cell: outputs, final c, every gradient, gradcheck (float32
-    without cl_khr_fp64)."""
+    without cl_khr_fp64). 16 hidden units take the sequence kernels with the recurrent product inside on CPU
+    devices (lstm_seq_step)."""
     dtype, grtol, gatol, tols = _sequence_precision(device)
     rng = np.random.default_rng(8)
-    shapes = [(4, 2, 12), (2, 3), (2, 3), (12, 3)] + ([(12,)] if bias else [])
+    shapes = [(4, 2, 4 * hidden), (2, hidden), (2, hidden), (4 * hidden, hidden)] + ([(4 * hidden,)] if bias else [])
     make_inputs = lambda: [clgrad.tensor((rng.standard_normal(s) * 0.7).astype(dtype), device=device,  # noqa: E731
                                          requires_grad=True) for s in shapes]
     inputs = make_inputs()
@@ -480,11 +487,18 @@ def test_lstm_sequence_matches_the_composed_cell(device, reverse, bias):
     h_ref, c_ref = clgrad.stack(houts), clgrad.stack(couts)
     for a, b in ((hs, h_ref), (cs, c_ref)):
         np.testing.assert_allclose(a.detach().cpu().numpy(), b.detach().cpu().numpy(), rtol=1e-12, atol=1e-12)
-    wh, wc = (clgrad.tensor(rng.standard_normal((4, 2, 3)).astype(dtype), device=device) for _ in range(2))
+    wh, wc = (clgrad.tensor(rng.standard_normal((4, 2, hidden)).astype(dtype), device=device) for _ in range(2))
     ((hs * wh).sum() + (cs[0 if reverse else -1] * wc[0]).sum()).backward()
     ((h_ref * wh).sum() + (c_ref[0 if reverse else -1] * wc[0]).sum()).backward()
     for x, twin in zip(inputs, twins):
         np.testing.assert_allclose(x.grad.cpu().numpy(), twin.grad.cpu().numpy(), rtol=grtol, atol=gatol)
+    if hidden > 3:  # gradcheck in all ~1,700 inputs took minutes on llvmpipe: the gates and states only
+        w, b = inputs[3].detach(), inputs[4].detach() if bias else None
+        small = [x.detach()[:2, :1].clone().requires_grad_() if k == 0 else x.detach()[:1].clone().requires_grad_()
+                 for k, x in enumerate(inputs[:3])]  # two steps of one row: 160 inputs
+        assert _gradcheck32(lambda gi, h, c: sum(o.sum(0) for o in R._LSTMSequence.apply(gi, h, c, w, b, reverse)),
+                            small, **tols)
+        return
     assert _gradcheck32(lambda *xs: R._LSTMSequence.apply(*xs[:4], xs[4] if bias else None, reverse)[0].sum(0)
                         + R._LSTMSequence.apply(*xs[:4], xs[4] if bias else None, reverse)[1].sum(0), make_inputs(),
                         **tols)
@@ -493,11 +507,12 @@ def test_lstm_sequence_matches_the_composed_cell(device, reverse, bias):
 @pytest.mark.oclgrind
 def test_lstm_kernels_oclgrind(device, capfd):
     """The fused LSTM step kernels (rnn.cl.mako) forward and backward, with and without the next step's carries:
-    an LSTMCell step (one node) and a two-step LSTM sequence, against PyTorch; no memory error or data race."""
+    an LSTMCell step (one node), a two-step LSTM sequence and one of 16 hidden units (the sequence kernels with the
+    recurrent product inside, 9 rows: a partial block of 8), against PyTorch; no memory error or data race."""
     from tests.ops.test_conv import _assert_simulator_clean
 
     rng = np.random.default_rng(6)
-    for expr, in_shape in (("LSTMCell(3, 5)", (2, 3)), ("LSTM(3, 5)", (2, 2, 3))):
+    for expr, in_shape in (("LSTMCell(3, 5)", (2, 3)), ("LSTM(3, 5)", (2, 2, 3)), ("LSTM(3, 16)", (3, 9, 3))):
         tmod, mod = eval("torch.nn." + expr), eval("R." + expr)
         mod.load_state_dict({k: v.numpy() for k, v in tmod.state_dict().items()})
         mod.to(device)
@@ -508,3 +523,25 @@ def test_lstm_kernels_oclgrind(device, capfd):
         sum((o * o).sum() for o in tout).backward()
         np.testing.assert_allclose(x.grad.cpu().numpy(), tx.grad.numpy(), rtol=1e-4, atol=1e-5)
     _assert_simulator_clean(device, capfd)
+
+
+def test_lstm_sequence_kernels_run_on_cpu_devices(device):
+    """On a CPU OpenCL device a sequence of 16k hidden units runs one launch per step each way (the recurrent product
+    inside: lstm_seq_forward/backward), with the same results as the product-then-step form."""
+    if not device.startswith("opencl"):
+        pytest.skip("counts OpenCL launches")
+    from clgrad.backends.opencl import runtime
+    from clgrad.profiler import profile
+
+    if runtime.get(int(device.split(":")[1])).rank < 2:
+        pytest.skip("GPUs keep the product and the step kernel")
+    lstm = R.LSTM(4, 16).to(device)
+    x = clgrad.tensor(np.random.default_rng(9).standard_normal((5, 3, 4)).astype(np.float32), device=device,
+                      requires_grad=True)
+    with profile() as prof:
+        out, _ = lstm(x)
+        out.sum().backward()
+        clgrad.opencl.synchronize()
+    counts = {e.key: e.count for e in prof.key_averages()}
+    assert counts.get("lstm_seq_forward_float") == 5 and counts.get("lstm_seq_backward_float") == 5, counts
+    assert "lstm_step_float" not in counts, counts

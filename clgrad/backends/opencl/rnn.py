@@ -10,14 +10,19 @@ import numpy as np
 
 from ...registry.elementwise import OPS
 from ..common import INT32_MAX
-from . import programs
+from . import looplimit, programs
 from .launch import Launcher
 
 _STEP_OPS = ("rnn_pre", "lstm_c", "lstm_h", "add", "lstm_do", "lstm_dc", "lstm_di", "lstm_df", "lstm_dg", "lstm_dcprev")
 
 
+# rows of the state one work-item of the sequence kernels computes (a 16-wide vector of each gate for each):
+# [32, 128] x [128, 512] and the gates took 92, 44, 30 and 26 us with 1, 2, 4 and 8 rows on PoCL (AMD EPYC)
+SEQ_ROWS = 8
+
+
 class CLRNN:
-    PRIMITIVES = ("lstm_step", "lstm_step_backward")
+    PRIMITIVES = ("lstm_step", "lstm_step_backward", "lstm_seq_usable", "lstm_seq_step", "lstm_seq_step_backward")
 
     def __init__(self, backend, launcher: Launcher):
         self.be, self.rt = backend, launcher
@@ -36,6 +41,56 @@ class CLRNN:
             self._lstm("backward", [grad_h, grad_c, pre, c, c_prev, dpre, dc_prev], c_prev, False, carry=False)
         else:
             self._lstm("backward", [grad_h, dh_next, grad_c, dc_next, pre, c, c_prev, dpre, dc_prev], c_prev, False)
+
+    def lstm_seq_usable(self, like, hidden: int) -> bool:
+        """Whether ``lstm_seq_step`` serves a float32/64 sequence on ``like``'s device with ``hidden`` units: CPU
+        devices (GPUs run the product's tiles better), a hidden size of whole 16-wide vectors, and a work-item's
+        loop over 4 * hidden within what the device runs (llvmpipe's loop limit)."""
+        dev = self.rt.dev(like)
+        if dev.rank < 2 or hidden % 16 or like.dtype.ctype not in ("float", "double"):
+            return False
+        budget = looplimit.budget(dev)
+        return budget is None or 4 * hidden + 64 <= budget
+
+    def lstm_seq_step(self, gi, h, w_t, bias, c_prev, pre, c, h_new) -> None:
+        """One step of a sequence with its recurrent product: ``pre = gi + (h @ w_t + bias)``, then ``c`` and
+        ``h_new`` as ``lstm_step``. ``w_t`` is W_hh^T [H, 4H]; every tensor contiguous, ``bias`` [4H] or None."""
+        tensors = [gi, h, w_t] + ([bias] if bias is not None else []) + [c_prev, pre, c, h_new]
+        self._seq("seq_forward", tensors, (), c_prev, bias is not None)
+
+    def lstm_seq_step_backward(self, grad_h, dpre_next, w, grad_c, dc, pre, c, c_prev, dpre) -> None:
+        """The gates' gradients ``dpre`` of one step with ``dh = grad_h + dpre_next @ w`` (``w`` = W_hh [4H, H];
+        ``dpre_next`` None at the sequence's last step), and ``dc`` (dc_next in, dc_prev out, in place)."""
+        has_next = dpre_next is not None
+        tensors = [grad_h, dpre_next if has_next else dpre, w, grad_c, dc, pre, c, c_prev, dpre]
+        self._seq("seq_backward", tensors, (1,), c_prev, False, has_next=has_next)
+
+    def _seq(self, mode: str, tensors: list, flag_after: tuple, state, bias: bool, has_next: bool = True) -> None:
+        n = state.numel()
+        if n == 0:
+            return
+        dev = self.rt.dev(state)
+        ctype = state.dtype.ctype
+        H = state.shape[-1]
+        big = max(t._offset + t.numel() for t in tensors) > INT32_MAX
+        idx_np = np.int64 if big else np.int32
+        key = (dev.index, mode, ctype, big, bias)
+        kernel = self._kernels.get(key)
+        if kernel is None:
+            ops = {name: OPS[name].c_expr(False) for name in _STEP_OPS}
+            params = dict(mode=mode, ctype=ctype, fp64=ctype == "double", idx_t="long" if big else "int", bias=bias,
+                          ops=tuple(sorted(ops.items())), rows=SEQ_ROWS)
+            arg_dtypes = []
+            for i in range(len(tensors)):
+                arg_dtypes += [None, idx_np] + ([np.int32] if i in flag_after else [])
+            kernel = self._kernels[key] = programs.get_kernel(
+                dev, "rnn", f"lstm_{mode}_{ctype}", tuple(arg_dtypes) + (idx_np, idx_np), params)
+        args = []
+        for i, t in enumerate(tensors):
+            args += [t._storage.data, t._offset] + ([np.int32(has_next)] if i in flag_after else [])
+        kernel(dev.queue, (H // 16, -(-(n // H) // SEQ_ROWS)), (1, 1), *args, H, n // H)
+        for t in tensors[-3:] if mode == "seq_forward" else (tensors[4], tensors[8]):
+            t._storage.version += 1
 
     def _lstm(self, mode: str, tensors: list, state, bias: bool, carry: bool = True) -> None:
         n = state.numel()

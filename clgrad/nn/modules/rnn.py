@@ -135,6 +135,13 @@ class _LSTMSequence(Function):
         fused = _fused_lstm(gi, b_hh)
         if fused is not None:
             gi, c = gi.contiguous(), c0.contiguous()
+        ctx.seq = fused is not None and L > 1 and fused.lstm_seq_usable(gi, hidden)
+        if ctx.seq:  # CPU devices: each step's recurrent product in the step's own launch (w_t is a contiguous copy)
+            h = h0.contiguous()
+            for t in steps:
+                fused.lstm_seq_step(gi[t], h, w_t, b_hh, c, pre[t], cs[t], hs[t])
+                h, c = hs[t], cs[t]
+            steps = ()
         for t in steps:
             if fused is not None:
                 fused.lstm_step(gi[t], h.matmul(w_t), b_hh, c, pre[t], cs[t], hs[t])
@@ -163,7 +170,15 @@ class _LSTMSequence(Function):
         fused = _fused_lstm(hs, None)
         if fused is not None:
             grad_h, grad_c, c0 = grad_h.contiguous(), grad_c.contiguous(), c0.contiguous()
-        for t in (range(L) if ctx.reverse else range(L - 1, -1, -1)):
+        order = range(L) if ctx.reverse else range(L - 1, -1, -1)
+        if getattr(ctx, "seq", False):  # dh = grad_h + dpre_next @ W_hh inside each step's launch
+            w, nxt = w_hh.contiguous(), None
+            for t in order:
+                c_prev = c0 if t == first else cs[t + 1 if ctx.reverse else t - 1]
+                fused.lstm_seq_step_backward(grad_h[t], nxt, w, grad_c[t], dc_next, pre[t], cs[t], c_prev, dpre[t])
+                nxt = dpre[t]
+            dh, order = nxt.matmul(w_hh), ()
+        for t in order:
             c_prev = c0 if t == first else cs[t + 1 if ctx.reverse else t - 1]
             if fused is not None:  # dc_next is read and then overwritten with dc_prev, element by element
                 fused.lstm_step_backward(grad_h[t], dh, grad_c[t], dc_next, pre[t], cs[t], c_prev, dpre[t], dc_next)
