@@ -1,4 +1,5 @@
-"""Module-level symbolics of ``nn.RNN``, ``nn.LSTM`` and ``nn.GRU``: one ONNX RNN/LSTM/GRU node per layer.
+"""Module-level symbolics of ``nn.RNN``, ``nn.LSTM`` and ``nn.GRU``: one ONNX RNN/LSTM/GRU node per layer; and of
+the cells (``RNNCell``, ``LSTMCell``, ``GRUCell``): one such node over a sequence of one step.
 
 A module call is recorded as one node (its inner ops are not traced), so the sequence length and the batch
 stay free in the exported graph and no step is unrolled. The weights are re-laid out once, as constants: ONNX
@@ -10,7 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..nn.modules.rnn import RNNBase
+from ..nn.modules.rnn import LSTMCell, RNNBase, RNNCell, RNNCellBase
 from .symbolic_helper import register_module
 
 _ORDER = {"LSTM": [0, 3, 1, 2], "GRU": [1, 0, 2], "RNN_TANH": [0], "RNN_RELU": [0]}
@@ -96,3 +97,47 @@ def _rnn(g, c):
         h = finals[0] if len(finals) == 1 else g.op("Concat", *finals, axis=0)
         results.append(h if batched else g.squeeze(h, [1]))
     return results
+
+
+def _cell_mode(m) -> str:
+    if isinstance(m, LSTMCell):
+        return "LSTM"
+    return m._mode if isinstance(m, RNNCell) else "GRU"
+
+
+@register_module(RNNCellBase)
+def _cell(g, c):
+    """A cell step as its layer's ONNX node over one time step: x [N, in] -> [1, N, in], the states [N, H] ->
+    [1, N, H] (an unbatched cell's [in] and [H] get a batch of one too), then Y_h (and Y_c) back to [N, H]."""
+    m, mode = c.node.fn, _cell_mode(c.node.fn)
+    x_t = c.node.args[0]
+    dt, batched = x_t.dtype, x_t.dim() == 2
+    x = g.value(x_t, c.alt.args[0] if c.alt is not None else None, c.name, c.node.keys.get(id(x_t)))
+    x = g.unsqueeze(x, [0] if batched else [0, 1])
+    hx = _hx(c.node)
+    states = [None, None]
+    if hx is not None:
+        pair = isinstance(hx, (tuple, list))
+        alt_hx = _hx(c.alt) if c.alt is not None else None
+        for k, t in enumerate(hx if pair else (hx,)):
+            other = (alt_hx[k] if pair else alt_hx) if alt_hx is not None else None
+            v = g.value(t, other, c.name, c.node.keys.get(id(t)))
+            states[k] = g.unsqueeze(v, [0] if batched else [0, 1])
+    host = lambda t: t.detach()._host().astype(dt.np)  # noqa: E731
+    w = _gates(host(m.weight_ih), mode, m.hidden_size)[None]
+    r = _gates(host(m.weight_hh), mode, m.hidden_size)[None]
+    b = None if m.bias_ih is None else np.concatenate([_gates(host(m.bias_ih), mode, m.hidden_size),
+                                                        _gates(host(m.bias_hh), mode, m.hidden_size)])[None]
+    attrs = {"hidden_size": m.hidden_size, "direction": "forward"}
+    if mode == "GRU":
+        attrs["linear_before_reset"] = 1
+    elif mode == "RNN_RELU":
+        attrs["activations"] = ["Relu"]
+    ins = [x, g.const(w), g.const(r), None if b is None else g.const(b), None, states[0]]
+    if mode == "LSTM":
+        ins.append(states[1])
+    outs = g.op(_OP[mode], *ins, outputs=3 if mode == "LSTM" else 2, **attrs)
+    drop = [0] if batched else [0, 1]
+    if mode == "LSTM":
+        return [g.squeeze(outs[1], drop), g.squeeze(outs[2], drop)]
+    return [g.squeeze(outs[1], drop)]

@@ -457,3 +457,20 @@ def test_opencl_device_writes_the_same_file(device):
     on_cpu = clgrad.onnx.export(model, (x,)).SerializeToString()
     on_device = clgrad.onnx.export(model.to(device), (x.to(device),)).SerializeToString()
     assert on_device == on_cpu
+
+
+@pytest.mark.parametrize("expr", ["LSTMCell(3, 4)", "LSTMCell(3, 4, bias=False)", "RNNCell(3, 4)",
+                                  "RNNCell(3, 4, nonlinearity='relu')", "GRUCell(3, 4)"])
+@pytest.mark.parametrize("state", [False, True])
+@pytest.mark.parametrize("batched", [True, False])
+def test_recurrent_cells(expr, state, batched):
+    """A cell is one ONNX RNN/LSTM/GRU node over a one-step sequence (clgrad runs LSTMCell and RNNCell as fused
+    nodes that have no op-by-op trace), with and without a given state, batched or not."""
+    cell = eval("nn." + expr)
+    x = clgrad.randn(2, 3) if batched else clgrad.randn(3)
+    shape = (2, 4) if batched else (4,)
+    args = (x,)
+    if state:
+        args = (x, (clgrad.randn(*shape), clgrad.randn(*shape)) if expr.startswith("LSTM") else clgrad.randn(*shape))
+    proto = check(cell, args)
+    assert {"LSTM": "LSTM", "RNNC": "RNN", "GRUC": "GRU"}[expr[:4]] in op_types(proto)
