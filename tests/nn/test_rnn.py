@@ -187,7 +187,7 @@ def test_cell_module_is_one_node_and_twice_differentiable(device, mode, bias):
 @pytest.mark.parametrize("used", ["h", "c", "both"])
 def test_lstm_cell_one_node_matches_torch_with_either_output_unused(device, used):
     """On a backend with fused LSTM kernels an LSTMCell step is one node over x, (h, c), both weights and both
-    biases (_lstm_cell.py); an unused output's gradient is None there, and the gradients match PyTorch's."""
+    biases (_cell_nodes.py); an unused output's gradient is None there, and the gradients match PyTorch's."""
     rng = np.random.default_rng(5)
     tcell = torch.nn.LSTMCell(3, 4)
     cell = R.LSTMCell(3, 4)
@@ -239,15 +239,15 @@ def test_kernels_do_not_grow_with_sequence_length(device):
             out.sum().backward()
             return out.cpu().numpy()
 
-        # warm up with the shortest and the longest sequence: run alone, a contiguous 1-D add (gradient
-        # accumulation) is first built at length 9 and not 3 (in the full suite another test has built it); much
-        # longer sequences reach other reduction plans (sizes, not lengths: 17 and 33 add a reduce_sum variant)
-        run(3)
-        run(9)
+        # warm up with lengths 2..9: a composed step's weight gradients arrive once per step and are summed up to 8
+        # at a time (autograd/_grad_sum.py), one kernel per count of 2..8, so the counts a sequence leaves over are
+        # built by then; much longer sequences reach other reduction plans (sizes, not lengths: 17 and 33 add a
+        # reduce_sum variant)
+        for steps in range(2, 10):
+            run(steps)
         before = len(dev.kernels)
-        run(3)
-        run(5)
-        run(9)
+        for steps in (3, 5, 9, 12, 16):
+            run(steps)
         assert len(dev.kernels) == before, expr
 
 

@@ -22,7 +22,7 @@ from ...ops.joins import cat, stack
 from .. import functional as F
 from .. import init
 from ..parameter import Parameter
-from ._lstm_cell import _FusedLSTMCellStep, fused_cell
+from ._cell_nodes import _FusedElmanCellStep, _FusedLSTMCellStep, elman_cell_ok, fused_cell
 from .module import Module
 
 __all__ = ["RNNCellBase", "RNNCell", "LSTMCell", "GRUCell", "RNNBase", "RNN", "LSTM", "GRU"]
@@ -337,10 +337,14 @@ class RNNCellBase(Module):
             hx = (self._zeros(input), self._zeros(input)) if mode == "LSTM" else self._zeros(input)
         if mode == "LSTM":
             fused = fused_cell(input, hx[0], hx[1], self.weight_ih, self.bias_hh)
-            if fused is not None:  # the whole step as one node (see _lstm_cell.py)
+            if fused is not None:  # the whole step as one node (see _cell_nodes.py)
                 out = _FusedLSTMCellStep.apply(input, hx[0], hx[1], self.weight_ih, self.weight_hh, self.bias_ih,
                                       self.bias_hh, fused)
                 return out if batched else tuple(o.squeeze(0) for o in out)
+        elif mode != "GRU" and elman_cell_ok(input, hx, self.weight_ih):  # the whole step as one node
+            out = _FusedElmanCellStep.apply(input, hx, self.weight_ih, self.weight_hh, self.bias_ih, self.bias_hh,
+                                            mode[4:].lower())
+            return out if batched else out.squeeze(0)
         gi = F.linear(input, self.weight_ih, self.bias_ih)
         if mode == "LSTM" and gi.dtype.is_floating_point:
             out = _LSTMCellStep.apply(gi, hx[0], hx[1], self.weight_hh, self.bias_hh)

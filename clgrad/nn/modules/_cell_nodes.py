@@ -1,11 +1,13 @@
-"""LSTMCell's step as one autograd node over all its inputs: x, (h, c) and both weights and biases.
+"""Cell steps as one autograd node over all their inputs: x, the state, both weights and both biases.
 
-With the fused LSTM kernels (``backends.get(device).fused_rnn``) a step is ``gi = x W_ih^T + b_ih`` (linear's
+LSTMCell (with the fused LSTM kernels, ``backends.get(device).fused_rnn``): ``gi = x W_ih^T + b_ih`` (linear's
 fused-bias product), ``h W_hh^T`` and one kernel forward, and one kernel, four products and one bias sum backward:
 the bias gradient is the gates' gradient summed over the batch, the same for b_ih and b_hh, so it is summed once.
 As two nodes (a linear, then the recurrent step) the backward also zero-filled the next step's carries, copied h
 and summed the bias gradient twice: 10 launches a step instead of 6 (PyTorch's time_sequence_prediction example
-makes 200 such steps per training step). Values and their rounding are those of the two-node form.
+makes 200 such steps per training step). RNNCell (any backend, float32/64): the same with the registry's fused
+``rnn_tanh``/``rnn_relu`` ops, 6 launches backward instead of 9. Values and their rounding are those of the
+two-node forms.
 """
 from __future__ import annotations
 
@@ -14,6 +16,7 @@ from ... import dtypes as D
 from ...autograd import grad_mode
 from ...autograd.function import Function
 from ...ops import creation
+from ...ops import pointwise as P
 from ...ops.linalg import _mm_fast, matmul_bias
 from ...tensor import Tensor
 from .. import functional as F
@@ -88,3 +91,45 @@ class _FusedLSTMCellStep(Function):
         dw_hh = _mm(dpre_t, h) if need[4] else None
         db = dpre.sum(0) if need[5] or need[6] else None
         return dx, dh, dc if need[2] else None, dw_ih, dw_hh, db if need[5] else None, db if need[6] else None, None
+
+
+def elman_cell_ok(x, h, w_ih) -> bool:
+    """Whether an RNNCell step can be one ``_FusedElmanCellStep`` node: float32/64 operands of one dtype, no autocast
+    region open (else the linear + ``_ElmanCellStep`` form)."""
+    dt = w_ih.dtype
+    return dt in (D.float32, D.float64) and _amp_state.active() is None and x.dtype is dt and h.dtype is dt
+
+
+class _FusedElmanCellStep(Function):
+    """``h'`` of one RNNCell step, ``act(x W_ih^T + b_ih + (h W_hh^T + b_hh))``; differentiable again only through
+    the composed step (under ``create_graph``)."""
+
+    @staticmethod
+    def forward(ctx, x, h, w_ih, w_hh, b_ih, b_hh, act):
+        gi = F.linear(x, w_ih, b_ih)
+        out = Tensor._empty(gi._shape, gi.dtype, gi.device)
+        P.apply(f"rnn_{act}", gi, _mm(h, _t(w_hh)), 0.0 if b_hh is None else b_hh, out=out)
+        ctx.save_for_backward(x, h, w_ih, w_hh, out)
+        ctx.act, ctx.inputs = act, (x, h, w_ih, w_hh, b_ih, b_hh)
+        return out
+
+    @staticmethod
+    def backward(ctx, g):
+        if grad_mode.is_grad_enabled():
+            from .rnn import _composed_cell_backward, _rnn_step, relu, tanh
+
+            act = tanh if ctx.act == "tanh" else relu
+
+            def step(x, h, w_ih, w_hh, b_ih, b_hh):
+                return _rnn_step(act, F.linear(x, w_ih, b_ih), h, w_hh, b_hh)
+
+            return (*_composed_cell_backward(ctx.inputs, step, (g,)), None)
+        x, h, w_ih, w_hh, out = ctx.saved_tensors
+        dz = Tensor._empty(out._shape, out.dtype, out.device)
+        P.apply(f"rnn_{ctx.act}_backward", g, 0.0, out, out=dz)  # no carry from a next step
+        need = ctx.needs_input_grad
+        dz_t = _t(dz)
+        db = dz.sum(0) if need[4] or need[5] else None
+        return (_mm(dz, w_ih) if need[0] else None, _mm(dz, w_hh) if need[1] else None,
+                _mm(dz_t, x) if need[2] else None, _mm(dz_t, h) if need[3] else None,
+                db if need[4] else None, db if need[5] else None, None)
