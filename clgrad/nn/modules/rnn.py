@@ -80,6 +80,12 @@ def _transposed(w_hh, steps: int):
     return w_hh.t().contiguous() if steps > 1 else w_hh.t()
 
 
+def _at(x, t: int):
+    """``x[t]`` for 0 <= t < len(x) as a plain view: the sequence Functions run untracked, and indexing's checks cost
+    ~3 us each (a 50-step LSTM layer indexed ~650 times per training step)."""
+    return x._view(x._shape[1:], x._strides[1:], x._offset + t * x._strides[0])
+
+
 class _ElmanSequence(Function):
     """A whole sequence of an Elman RNN (tanh or relu) in one autograd node: per time step one matmul and one
     fused ``act(gi + (h @ W_hh^T + b_hh))`` kernel, and in backward one fused kernel and one matmul, with the
@@ -93,8 +99,8 @@ class _ElmanSequence(Function):
         out = creation.empty(gi.shape, dtype=gi.dtype, device=gi.device)
         w_t, h = _transposed(w_hh, gi.shape[0]), h0
         for t in steps:
-            P.apply(f"rnn_{act}", gi[t], h.matmul(w_t), 0.0 if b_hh is None else b_hh, out=out[t])
-            h = out[t]
+            P.apply(f"rnn_{act}", _at(gi, t), h.matmul(w_t), 0.0 if b_hh is None else b_hh, out=_at(out, t))
+            h = _at(out, t)
         ctx.save_for_backward(h0, w_hh, out)
         ctx.act, ctx.reverse, ctx.has_bias = act, reverse, b_hh is not None
         return out
@@ -108,8 +114,8 @@ class _ElmanSequence(Function):
         dz = creation.empty(out.shape, dtype=out.dtype, device=out.device)
         dh = creation.zeros(h0.shape, dtype=out.dtype, device=out.device)
         for t in steps:
-            P.apply(f"rnn_{ctx.act}_backward", grad_out[t], dh, out[t], out=dz[t])
-            dh = dz[t].matmul(w_hh)
+            P.apply(f"rnn_{ctx.act}_backward", _at(grad_out, t), dh, _at(out, t), out=_at(dz, t))
+            dh = _at(dz, t).matmul(w_hh)
         # h_{t-1} of every step, in time order: h0 first (forward) or last (reverse)
         prev = cat([out[1:], h0.unsqueeze(0)]) if ctx.reverse else cat([h0.unsqueeze(0), out[:-1]])
         flat = dz.reshape(-1, dz.shape[-1])
@@ -139,19 +145,19 @@ class _LSTMSequence(Function):
         if ctx.seq:  # CPU devices: each step's recurrent product in the step's own launch (w_t is a contiguous copy)
             h = h0.contiguous()
             for t in steps:
-                fused.lstm_seq_step(gi[t], h, w_t, b_hh, c, pre[t], cs[t], hs[t])
-                h, c = hs[t], cs[t]
+                fused.lstm_seq_step(_at(gi, t), h, w_t, b_hh, c, _at(pre, t), _at(cs, t), _at(hs, t))
+                h, c = _at(hs, t), _at(cs, t)
             steps = ()
         for t in steps:
             if fused is not None:
-                fused.lstm_step(gi[t], h.matmul(w_t), b_hh, c, pre[t], cs[t], hs[t])
-                h, c = hs[t], cs[t]
+                fused.lstm_step(_at(gi, t), h.matmul(w_t), b_hh, c, _at(pre, t), _at(cs, t), _at(hs, t))
+                h, c = _at(hs, t), _at(cs, t)
                 continue
-            P.apply("rnn_pre", gi[t], h.matmul(w_t), 0.0 if b_hh is None else b_hh, out=pre[t])
-            i, f, g, o = (pre[t].narrow(1, k * hidden, hidden) for k in range(4))
-            P.apply("lstm_c", i, f, g, c, out=cs[t])
-            P.apply("lstm_h", o, cs[t], out=hs[t])
-            h, c = hs[t], cs[t]
+            P.apply("rnn_pre", _at(gi, t), h.matmul(w_t), 0.0 if b_hh is None else b_hh, out=_at(pre, t))
+            i, f, g, o = (_at(pre, t).narrow(1, k * hidden, hidden) for k in range(4))
+            P.apply("lstm_c", i, f, g, c, out=_at(cs, t))
+            P.apply("lstm_h", o, _at(cs, t), out=_at(hs, t))
+            h, c = _at(hs, t), _at(cs, t)
         ctx.save_for_backward(h0, c0, w_hh, pre, hs, cs)
         ctx.reverse, ctx.has_bias = reverse, b_hh is not None
         return hs, cs
@@ -174,26 +180,26 @@ class _LSTMSequence(Function):
         if getattr(ctx, "seq", False):  # dh = grad_h + dpre_next @ W_hh inside each step's launch
             w, nxt = w_hh.contiguous(), None
             for t in order:
-                c_prev = c0 if t == first else cs[t + 1 if ctx.reverse else t - 1]
-                fused.lstm_seq_step_backward(grad_h[t], nxt, w, grad_c[t], dc_next, pre[t], cs[t], c_prev, dpre[t])
-                nxt = dpre[t]
+                c_prev = c0 if t == first else _at(cs, t + 1 if ctx.reverse else t - 1)
+                fused.lstm_seq_step_backward(_at(grad_h, t), nxt, w, _at(grad_c, t), dc_next, _at(pre, t), _at(cs, t), c_prev, _at(dpre, t))
+                nxt = _at(dpre, t)
             dh, order = nxt.matmul(w_hh), ()
         for t in order:
-            c_prev = c0 if t == first else cs[t + 1 if ctx.reverse else t - 1]
+            c_prev = c0 if t == first else _at(cs, t + 1 if ctx.reverse else t - 1)
             if fused is not None:  # dc_next is read and then overwritten with dc_prev, element by element
-                fused.lstm_step_backward(grad_h[t], dh, grad_c[t], dc_next, pre[t], cs[t], c_prev, dpre[t], dc_next)
-                dh = dpre[t].matmul(w_hh)
+                fused.lstm_step_backward(_at(grad_h, t), dh, _at(grad_c, t), dc_next, _at(pre, t), _at(cs, t), c_prev, _at(dpre, t), dc_next)
+                dh = _at(dpre, t).matmul(w_hh)
                 continue
-            i, f, g, o = (pre[t].narrow(1, k * hidden, hidden) for k in range(4))
-            di, df, dg, do = (dpre[t].narrow(1, k * hidden, hidden) for k in range(4))
-            dh = grad_h[t] + dh
-            P.apply("lstm_do", dh, cs[t], o, out=do)
-            dc = P.apply("lstm_dc", grad_c[t] + dc_next, dh, o, cs[t])
+            i, f, g, o = (_at(pre, t).narrow(1, k * hidden, hidden) for k in range(4))
+            di, df, dg, do = (_at(dpre, t).narrow(1, k * hidden, hidden) for k in range(4))
+            dh = _at(grad_h, t) + dh
+            P.apply("lstm_do", dh, _at(cs, t), o, out=do)
+            dc = P.apply("lstm_dc", _at(grad_c, t) + dc_next, dh, o, _at(cs, t))
             P.apply("lstm_di", dc, g, i, out=di)
             P.apply("lstm_df", dc, c_prev, f, out=df)
             P.apply("lstm_dg", dc, i, g, out=dg)
             dc_next = P.apply("lstm_dcprev", dc, f)
-            dh = dpre[t].matmul(w_hh)
+            dh = _at(dpre, t).matmul(w_hh)
         prev = cat([hs[1:], h0.unsqueeze(0)]) if ctx.reverse else cat([h0.unsqueeze(0), hs[:-1]])
         flat = dpre.reshape(-1, dpre.shape[-1])
         grad_w = flat.t().matmul(prev.reshape(-1, prev.shape[-1])) if ctx.needs_input_grad[3] else None
