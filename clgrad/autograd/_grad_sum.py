@@ -12,10 +12,10 @@ from __future__ import annotations
 
 from .. import backends
 from .. import dtypes as D
+from ..backends.common import INT32_MAX
 from ..tensor import Tensor
 
 GROUP = 8  # fused_launcher's most inputs
-_INT32_MAX = 2**31 - 1
 _launchers: dict = {}  # (count, dtype, device, shape, strides of each input, big) -> launch
 backends.add_cache_listener(_launchers.clear)  # the profiler, a capture or a queue switch: stale launchers
 
@@ -54,7 +54,7 @@ def total(pending: Pending) -> Tensor:
     first = pending[0]
     dev, dt, shape = first.device, first.dtype, first._shape
     out = Tensor._empty(shape, dt, dev)
-    big = max([out.numel()] + [x._storage.size for x in pending]) > _INT32_MAX
+    big = max([out.numel()] + [x._storage.size for x in pending]) > INT32_MAX
     key = (len(pending), dt, dev, shape, tuple(x._strides for x in pending), big)
     launch = _launchers.get(key)
     if launch is None:

@@ -8,23 +8,15 @@
 <% opmap = dict(ops) %>\
 ${cl.header(fp64, idx_t)}\
 #define T ${ctype}
+<% vt = "V" if mode in ("seq_forward", "seq_backward") else "T" %>\
+## one table op into a new variable: scalars of T, or the sequence kernels' 16-wide vectors V
 <%def name="apply(var, name, *operands)">\
-    T ${var};
+    ${vt} ${var};
     {
 % for k, v in enumerate(operands):
-        const T ${"abcd"[k]} = ${v};
+        const ${vt} ${"abcd"[k]} = ${v};
 % endfor
-        ${var} = ${opmap[name]};
-    }
-</%def>
-
-<%def name="vapply(var, name, *operands)">\
-    V ${var};
-    {
-% for k, v in enumerate(operands):
-        const V ${"abcd"[k]} = ${v};
-% endfor
-        ${var} = ${opmap[name].replace("(T)", "(V)")};
+        ${var} = ${opmap[name].replace("(T)", f"({vt})")};
     }
 </%def>
 % if mode in ("seq_forward", "seq_backward"):
@@ -62,12 +54,12 @@ void ${name}(__global const T *gi, IDX gi_off, __global const T *hp, IDX hp_off,
     if (n0 + ${r} < N) {
         const IDX r4 = row${r} * H4 + j0, e = row${r} * H + j0;
 % for k, gate in enumerate("ifgo"):
-${vapply(gate, "rnn_pre", f"vload16(0, gi + gi_off + r4 + {k} * H)", f"a{gate}{r}", f"vload16(0, bias + b_off + {k} * H + j0)" if bias else "(V)0")}\
+${apply(gate, "rnn_pre", f"vload16(0, gi + gi_off + r4 + {k} * H)", f"a{gate}{r}", f"vload16(0, bias + b_off + {k} * H + j0)" if bias else "(V)0")}\
         vstore16(${gate}, 0, pre + pre_off + r4 + ${k} * H);
 % endfor
-${vapply("cn", "lstm_c", "i", "f", "g", "vload16(0, cp + cp_off + e)")}\
+${apply("cn", "lstm_c", "i", "f", "g", "vload16(0, cp + cp_off + e)")}\
         vstore16(cn, 0, cs + cs_off + e);
-${vapply("hn", "lstm_h", "o", "cn")}\
+${apply("hn", "lstm_h", "o", "cn")}\
         vstore16(hn, 0, hs + hs_off + e);
     }
 % endfor
@@ -102,13 +94,13 @@ void ${name}(__global const T *gh, IDX gh_off, __global const T *dnext, IDX dnex
         const V ct = vload16(0, cs + cs_off + e), cprev = vload16(0, cp + cp_off + e);
         const V ghv = vload16(0, gh + gh_off + e);
         const V dh = has_next ? ghv + acc${r} : ghv;  // the composed form: grad_h + dpre_next @ W
-${vapply("dov", "lstm_do", "dh", "ct", "o")}\
-${vapply("dcin", "add", "vload16(0, gc + gc_off + e)", "vload16(0, dcn + dcn_off + e)")}\
-${vapply("dc", "lstm_dc", "dcin", "dh", "o", "ct")}\
-${vapply("di", "lstm_di", "dc", "g", "i")}\
-${vapply("df", "lstm_df", "dc", "cprev", "f")}\
-${vapply("dg", "lstm_dg", "dc", "i", "g")}\
-${vapply("dcprev", "lstm_dcprev", "dc", "f")}\
+${apply("dov", "lstm_do", "dh", "ct", "o")}\
+${apply("dcin", "add", "vload16(0, gc + gc_off + e)", "vload16(0, dcn + dcn_off + e)")}\
+${apply("dc", "lstm_dc", "dcin", "dh", "o", "ct")}\
+${apply("di", "lstm_di", "dc", "g", "i")}\
+${apply("df", "lstm_df", "dc", "cprev", "f")}\
+${apply("dg", "lstm_dg", "dc", "i", "g")}\
+${apply("dcprev", "lstm_dcprev", "dc", "f")}\
         vstore16(di, 0, dpre + dpre_off + r4);
         vstore16(df, 0, dpre + dpre_off + r4 + H);
         vstore16(dg, 0, dpre + dpre_off + r4 + 2 * H);

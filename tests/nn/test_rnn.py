@@ -58,6 +58,16 @@ def _flat(out) -> list:
     return [out]
 
 
+def _assert_grads_match(xs, txs, mod, tmod, rtol=1e-4, atol=1e-5, param_atol=1e-4) -> None:
+    """The inputs' and the parameters' gradients of clgrad's ``mod`` against PyTorch's ``tmod``."""
+    for x, tx in zip(xs, txs):
+        np.testing.assert_allclose(x.grad.cpu().numpy(), tx.grad.numpy(), rtol=rtol, atol=atol)
+    tparams = dict(tmod.named_parameters())
+    for name, p in mod.named_parameters():
+        np.testing.assert_allclose(p.grad.cpu().numpy(), tparams[name].grad.numpy(), rtol=rtol, atol=param_atol,
+                                   err_msg=name)
+
+
 def _compare(device, expr, in_shape, state_shapes, rtol=1e-4, atol=1e-5):
     rng = np.random.default_rng(0)
     tmod = eval("torch.nn." + expr)
@@ -86,12 +96,7 @@ def _compare(device, expr, in_shape, state_shapes, rtol=1e-4, atol=1e-5):
         tloss = tloss + (to * torch.tensor(w)).sum()
     loss.backward()
     tloss.backward()
-    for x, tx in zip(xs, txs):
-        np.testing.assert_allclose(x.grad.cpu().numpy(), tx.grad.numpy(), rtol=rtol, atol=atol)
-    tparams = dict(tmod.named_parameters())
-    for name, p in mod.named_parameters():
-        np.testing.assert_allclose(p.grad.cpu().numpy(), tparams[name].grad.numpy(), rtol=rtol, atol=1e-4,
-                                   err_msg=name)
+    _assert_grads_match(xs, txs, mod, tmod, rtol, atol)
 
 
 @pytest.mark.parametrize("expr,in_shape,state_shapes", CELLS, ids=[f"{e}-{s}" for e, s, _ in CELLS])
@@ -203,12 +208,7 @@ def test_lstm_cell_one_node_matches_torch_with_either_output_unused(device, used
     pick = {"h": lambda a, b: a, "c": lambda a, b: b, "both": lambda a, b: a * 2 + b}[used]
     (pick(h, c) ** 2).sum().backward()
     (pick(th, tc) ** 2).sum().backward()
-    for x, tx in zip(xs, txs):
-        np.testing.assert_allclose(x.grad.cpu().numpy(), tx.grad.numpy(), rtol=1e-4, atol=1e-5)
-    tparams = dict(tcell.named_parameters())
-    for name, p in cell.named_parameters():
-        np.testing.assert_allclose(p.grad.cpu().numpy(), tparams[name].grad.numpy(), rtol=1e-4, atol=1e-5,
-                                   err_msg=name)
+    _assert_grads_match(xs, txs, cell, tcell, param_atol=1e-5)
 
 
 def test_dropout_between_layers_only_in_training(device):
@@ -384,12 +384,7 @@ def test_multihead_attention_matches_torch(device, expr, shapes, kwargs):
     g = rng.standard_normal(tuple(tout.shape)).astype(np.float32)
     (out * clgrad.tensor(g, device=device)).sum().backward()
     (tout * torch.tensor(g)).sum().backward()
-    for x, tx in zip(xs, txs):
-        np.testing.assert_allclose(x.grad.cpu().numpy(), tx.grad.numpy(), rtol=1e-4, atol=1e-5)
-    tparams = dict(tmod.named_parameters())
-    for name, p in mod.named_parameters():
-        np.testing.assert_allclose(p.grad.cpu().numpy(), tparams[name].grad.numpy(), rtol=1e-4, atol=1e-4,
-                                   err_msg=name)
+    _assert_grads_match(xs, txs, mod, tmod)
 
 
 def test_multihead_attention_errors():

@@ -11,7 +11,7 @@ two-node forms.
 """
 from __future__ import annotations
 
-from ... import _amp_state, backends
+from ... import _amp_state
 from ... import dtypes as D
 from ...autograd import grad_mode
 from ...autograd.function import Function
@@ -20,17 +20,15 @@ from ...ops import pointwise as P
 from ...ops.linalg import _mm_fast, matmul_bias
 from ...tensor import Tensor
 from .. import functional as F
+from ._rnn_nodes import _composed_cell_backward, _fused_lstm, _lstm_step, _rnn_step, relu, tanh
 
 
 def fused_cell(x, h, c, w_ih, b_hh):
-    """The backend's fused LSTM steps when this cell step can be one ``_FusedLSTMCellStep`` node: float32/64 operands of
-    one dtype, a contiguous bias, no autocast region open; else None (the linear + step node form)."""
-    fused = backends.get(x.device).fused_rnn
-    dt = w_ih.dtype
-    if (fused is None or dt not in (D.float32, D.float64) or _amp_state.active() is not None
-            or any(t.dtype is not dt for t in (x, h, c)) or b_hh is not None and not b_hh.is_contiguous()):
+    """The backend's fused LSTM steps when this cell step can be one ``_FusedLSTMCellStep`` node: the conditions of
+    ``elman_cell_ok`` for x, h and c, and of the sequence node (``_fused_lstm``); else None (the linear + step form)."""
+    if not elman_cell_ok(x, h, w_ih) or c.dtype is not w_ih.dtype:
         return None
-    return fused
+    return _fused_lstm(x, b_hh)
 
 
 def _t(w):
@@ -71,8 +69,6 @@ class _FusedLSTMCellStep(Function):
     @staticmethod
     def backward(ctx, gh, gc):
         if grad_mode.is_grad_enabled():
-            from .rnn import _composed_cell_backward, _lstm_step
-
             def step(x, h, c, w_ih, w_hh, b_ih, b_hh):
                 return _lstm_step(F.linear(x, w_ih, b_ih), (h, c), w_hh, b_hh)
 
@@ -116,8 +112,6 @@ class _FusedElmanCellStep(Function):
     @staticmethod
     def backward(ctx, g):
         if grad_mode.is_grad_enabled():
-            from .rnn import _composed_cell_backward, _rnn_step, relu, tanh
-
             act = tanh if ctx.act == "tanh" else relu
 
             def step(x, h, w_ih, w_hh, b_ih, b_hh):
